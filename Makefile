@@ -1,0 +1,66 @@
+# partnertrack: `make run` starts the whole service on localhost,
+# `make test` runs the whole test suite against the local Postgres and Redis.
+
+GO ?= go
+BIN := bin
+
+# make run provisions through the operator API, so it enables it with a
+# development token (the service itself defaults to no operator API).
+OPERATOR_TOKEN ?= dev-operator-token
+export OPERATOR_TOKEN
+LOG_FORMAT ?= text
+export LOG_FORMAT
+
+.PHONY: all build run test vet fmt clean clean-testdb soak fuzz
+
+all: build
+
+build:
+	$(GO) build -o $(BIN)/ ./cmd/...
+
+# Creates the database when missing, applies migrations, and runs the edge,
+# a worker for every queue and the scheduler in one process on :8080.
+run: build
+	@echo "partnertrack on http://localhost:8080 (operator token: $(OPERATOR_TOKEN))"
+	$(BIN)/partnerctl dev
+
+vet:
+	$(GO) vet ./...
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1)
+
+# The whole suite, against real Postgres and Redis, with the race detector.
+# Every test that touches storage clones its own database and uses its own
+# queue names, so packages and tests run in parallel.
+test: vet
+	$(GO) test -race -count=1 -timeout 15m ./...
+
+# The long versions of the reliability scenarios (docs/reliability.md):
+# faults, races, hostile input, isolation, slow clients and floods, run one
+# at a time against the real binaries. Each scenario prints what it
+# accepted and what it stored; the last line is "N passed, M failed". It
+# starts Redis and Postgres servers of its own for the faults (never the
+# shared ones) and needs redis-server and PostgreSQL's initdb installed.
+SOAK_TIMEOUT ?= 60m
+soak:
+	$(GO) test -c -tags soak -o $(BIN)/reliability.test ./cmd/internal/reliability
+	cd cmd/internal/reliability && $(CURDIR)/$(BIN)/reliability.test -test.parallel 1 -test.timeout $(SOAK_TIMEOUT)
+
+# Fuzzes each decoder for FUZZTIME (make test runs them over their seed
+# corpus only). New crashers land in testdata/fuzz: keep them as seeds.
+FUZZTIME ?= 1m
+INGEST_FUZZ := FuzzSaleBody FuzzLeadBody FuzzRefundBody FuzzClickBody FuzzLeanFieldsMatchFields
+LEDGER_FUZZ := FuzzDecodeStripeEvent FuzzStorableJSON FuzzReferralCode
+fuzz:
+	@for f in $(INGEST_FUZZ); do echo "== ingest $$f"; $(GO) test ./ingest -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) || exit 1; done
+	@for f in $(LEDGER_FUZZ); do echo "== ledger $$f"; $(GO) test ./ledger -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) || exit 1; done
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+clean:
+	rm -rf $(BIN)
+
+# Drops the databases tests leave behind when killed mid-run.
+clean-testdb:
+	psql -h 127.0.0.1 -U postgres -Atc "SELECT datname FROM pg_database WHERE datname LIKE 'pt\_test\_%' OR datname LIKE 'pt\_tmpl\_%'" | \
+		while read db; do psql -h 127.0.0.1 -U postgres -qc "ALTER DATABASE $$db WITH is_template false" -c "DROP DATABASE IF EXISTS $$db WITH (FORCE)"; done
