@@ -1,0 +1,186 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/partnertrack/partnertrack/ledger"
+)
+
+const commissionColumns = `c.id, c.program_id, c.partner_id, c.sale_id, c.customer_id, s.processor_event_id,
+	c.currency, c.original_minor, c.amount_minor, c.status, c.credited, COALESCE(c.reason, ''),
+	c.approve_after, c.approved_at, c.paid_at, c.reversed_at, c.withdrawal_id, c.created_at`
+
+const commissionFrom = ` FROM commissions c JOIN sales s ON s.id = c.sale_id`
+
+func scanCommission(row interface{ Scan(...any) error }) (*ledger.Commission, error) {
+	c := &ledger.Commission{}
+	var cur string
+	err := row.Scan(&c.ID, &c.ProgramID, &c.PartnerID, &c.SaleID, &c.CustomerID, &c.TransactionID,
+		&cur, &c.OriginalMinor, &c.AmountMinor, &c.Status, &c.Credited, &c.Reason,
+		&c.ApproveAfter, &c.ApprovedAt, &c.PaidAt, &c.ReversedAt, &c.WithdrawalID, &c.CreatedAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, notFound("commission")
+	}
+	if err != nil {
+		return nil, err
+	}
+	c.Currency = ledger.Currency(cur)
+	c.ApproveAfter, c.CreatedAt = c.ApproveAfter.UTC(), c.CreatedAt.UTC()
+	for _, t := range []**time.Time{&c.ApprovedAt, &c.PaidAt, &c.ReversedAt} {
+		if *t != nil {
+			u := (*t).UTC()
+			*t = &u
+		}
+	}
+	return c, nil
+}
+
+// lockCommission locks a commission for a change of its money: its
+// partner's balance account first, then the commission row.
+func lockCommission(ctx context.Context, tx *sqlx.Tx, id int64, now time.Time) (*ledger.Commission, error) {
+	var partnerID int64
+	var cur string
+	err := tx.QueryRowContext(ctx, `SELECT partner_id, currency FROM commissions WHERE id = $1`, id).Scan(&partnerID, &cur)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, notFound("commission")
+	} else if err != nil {
+		return nil, err
+	}
+	if err := lockBalanceAccount(ctx, tx, partnerID, ledger.Currency(cur), now); err != nil {
+		return nil, err
+	}
+	return scanCommission(tx.QueryRowContext(ctx, `SELECT `+commissionColumns+commissionFrom+`
+		WHERE c.id = $1 FOR NO KEY UPDATE OF c`, id))
+}
+
+// approveLocked moves a locked pending commission past pending and credits
+// its amount to the partner's balance.
+func approveLocked(ctx context.Context, tx *sqlx.Tx, c *ledger.Commission, now time.Time) error {
+	if _, err := tx.ExecContext(ctx, `
+		UPDATE commissions SET status = 'approved', credited = true, approved_at = $2, updated_at = $2
+		WHERE id = $1`, c.ID, now); err != nil {
+		return err
+	}
+	c.Status, c.Credited, c.ApprovedAt = ledger.CommissionApproved, true, &now
+	if c.AmountMinor == 0 {
+		return nil
+	}
+	return appendEntry(ctx, tx, balanceEntry{partnerID: c.PartnerID, currency: c.Currency, kind: ledger.EntryCredit,
+		amountMinor: c.AmountMinor, commissionID: &c.ID}, now)
+}
+
+// payableLocked refuses to approve or pay a commission that a refund
+// reversed or cancelled.
+func payableLocked(c *ledger.Commission) error {
+	switch {
+	case c.Status == ledger.CommissionReversed:
+		return ledger.NewError(ledger.EConflict, ledger.MsgCommissionReversed)
+	case c.Status == ledger.CommissionRefunded && !c.Credited:
+		return ledger.NewError(ledger.EConflict, ledger.MsgCommissionCancelled)
+	}
+	return nil
+}
+
+// Commission returns one commission.
+func (s *BalanceService) Commission(ctx context.Context, id int64) (c *ledger.Commission, err error) {
+	defer wrap(&err, "postgres.Commission(%d)", id)
+	return scanCommission(s.db.QueryRowContext(ctx, `SELECT `+commissionColumns+commissionFrom+` WHERE c.id = $1`, id))
+}
+
+// changeCommission locks a commission that may still be approved or paid
+// and applies change to it, in one transaction.
+func (s *BalanceService) changeCommission(ctx context.Context, id int64, change func(tx *sqlx.Tx, c *ledger.Commission, now time.Time) error) (c *ledger.Commission, err error) {
+	now := s.db.now()
+	err = s.db.Transact(ctx, func(tx *sqlx.Tx) error {
+		c, err = lockCommission(ctx, tx, id, now)
+		if err != nil {
+			return err
+		}
+		if err := payableLocked(c); err != nil {
+			return err
+		}
+		return change(tx, c, now)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// ApproveCommission approves a pending commission now, whatever its hold.
+func (s *BalanceService) ApproveCommission(ctx context.Context, id int64) (c *ledger.Commission, err error) {
+	defer wrap(&err, "postgres.ApproveCommission(%d)", id)
+	return s.changeCommission(ctx, id, func(tx *sqlx.Tx, c *ledger.Commission, now time.Time) error {
+		if c.Status != ledger.CommissionPending {
+			return nil
+		}
+		return approveLocked(ctx, tx, c, now)
+	})
+}
+
+// MarkCommissionPaid pays a commission out: approved first when pending,
+// then a payout entry takes its amount out of the balance.
+func (s *BalanceService) MarkCommissionPaid(ctx context.Context, id int64) (c *ledger.Commission, err error) {
+	defer wrap(&err, "postgres.MarkCommissionPaid(%d)", id)
+	return s.changeCommission(ctx, id, func(tx *sqlx.Tx, c *ledger.Commission, now time.Time) error {
+		if c.PaidAt != nil {
+			return nil
+		}
+		if c.Status == ledger.CommissionPending {
+			if err := approveLocked(ctx, tx, c, now); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.ExecContext(ctx, `
+			UPDATE commissions SET status = 'paid', paid_at = $2, updated_at = $2 WHERE id = $1`, c.ID, now); err != nil {
+			return err
+		}
+		c.Status, c.PaidAt = ledger.CommissionPaid, &now
+		if c.AmountMinor == 0 {
+			return nil
+		}
+		return appendEntry(ctx, tx, balanceEntry{partnerID: c.PartnerID, currency: c.Currency, kind: ledger.EntryPayout,
+			amountMinor: -c.AmountMinor, commissionID: &c.ID}, now)
+	})
+}
+
+// ApproveDue approves pending commissions whose hold has ended, each in a
+// transaction of its own; a commission another approver got to first is
+// left alone.
+func (s *BalanceService) ApproveDue(ctx context.Context, limit int) (n int, err error) {
+	defer wrap(&err, "postgres.ApproveDue")
+	now := s.db.now()
+	var ids []int64
+	if err := s.db.SelectContext(ctx, &ids, `
+		SELECT id FROM commissions WHERE status = 'pending' AND approve_after <= $1
+		ORDER BY approve_after, id LIMIT $2`, now, limit); err != nil {
+		return 0, err
+	}
+	for _, id := range ids {
+		approved := false
+		err := s.db.Transact(ctx, func(tx *sqlx.Tx) error {
+			approved = false
+			c, err := lockCommission(ctx, tx, id, now)
+			if err != nil {
+				return err
+			}
+			if c.Status != ledger.CommissionPending || c.ApproveAfter.After(now) {
+				return nil
+			}
+			approved = true
+			return approveLocked(ctx, tx, c, now)
+		})
+		if err != nil {
+			return n, err
+		}
+		if approved {
+			n++
+		}
+	}
+	return n, nil
+}

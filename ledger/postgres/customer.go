@@ -1,0 +1,106 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/partnertrack/partnertrack/ledger"
+)
+
+// This file holds the click and customer primitives that leads, sales and
+// processor events share: resolving a click id (from Postgres, else from
+// the edge's short-lived record of a click still in the queue) and finding
+// or creating the customer a click brought.
+
+// resolveClick returns the click with id clickID. A click acknowledged by
+// the edge but not yet written by the clicks worker is read from pending
+// and its row written here (idempotently: the worker's later insert of the
+// same click does nothing). Errors: ENotFound.
+func resolveClick(ctx context.Context, tx *sqlx.Tx, pending ledger.PendingClicks, clickID string) (*ledger.Click, error) {
+	at, ok := ledger.ClickTime(clickID)
+	if !ok {
+		return nil, notFound("click")
+	}
+	c := &ledger.Click{ID: clickID}
+	err := tx.QueryRowContext(ctx, `
+		SELECT occurred_at, program_id, partner_id, link_id, is_test
+		FROM clicks WHERE click_id = $1 AND occurred_at = $2`, clickID, at).
+		Scan(&c.OccurredAt, &c.ProgramID, &c.PartnerID, &c.LinkID, &c.IsTest)
+	if err == nil {
+		c.OccurredAt = c.OccurredAt.UTC()
+		return c, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return nil, err
+	}
+	if pending == nil {
+		return nil, notFound("click")
+	}
+	pc, err := pending.PendingClick(ctx, clickID)
+	if err != nil {
+		return nil, err
+	}
+	if err := insertClick(ctx, tx, pc); err != nil {
+		return nil, err
+	}
+	return pc, nil
+}
+
+// insertClick writes one click row unless it is already there.
+func insertClick(ctx context.Context, tx *sqlx.Tx, c *ledger.Click) error {
+	_, err := tx.ExecContext(ctx, `
+		INSERT INTO clicks (click_id, occurred_at, program_id, partner_id, link_id, session_id, page_url,
+			referrer_url, geo_country, geo_region, geo_city, device_type, device_os, browser_name,
+			ip, user_agent, is_test)
+		VALUES ($1, $2, $3, $4, $5, NULLIF($6, ''), NULLIF($7, ''), NULLIF($8, ''), NULLIF($9, ''),
+			NULLIF($10, ''), NULLIF($11, ''), NULLIF($12, ''), NULLIF($13, ''), NULLIF($14, ''),
+			NULLIF($15, '')::inet, NULLIF($16, ''), $17)
+		ON CONFLICT (click_id, occurred_at) DO NOTHING`,
+		c.ID, c.OccurredAt, c.ProgramID, c.PartnerID, c.LinkID, c.SessionID, c.PageURL,
+		c.ReferrerURL, c.GeoCountry, c.GeoRegion, c.GeoCity, c.DeviceType, c.DeviceOS, c.BrowserName,
+		c.IP, c.UserAgent, c.IsTest)
+	return err
+}
+
+const customerColumns = `id, program_id, partner_id, link_id, COALESCE(click_id, ''), COALESCE(customer_key, ''),
+	COALESCE(email, ''), status, COALESCE(processor_customer_id, ''), first_paid_at, is_test, created_at`
+
+func scanCustomer(row interface{ Scan(...any) error }) (*ledger.Customer, error) {
+	c := &ledger.Customer{}
+	err := row.Scan(&c.ID, &c.ProgramID, &c.PartnerID, &c.LinkID, &c.ClickID, &c.CustomerKey,
+		&c.Email, &c.Status, &c.ProcessorCustomerID, &c.FirstPaidAt, &c.IsTest, &c.CreatedAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, notFound("customer")
+	}
+	if err != nil {
+		return nil, err
+	}
+	c.CreatedAt = c.CreatedAt.UTC()
+	return c, nil
+}
+
+// customerForClick returns the customer a click brought to its program,
+// creating it at funnel status "click", locked for the rest of tx.
+func customerForClick(ctx context.Context, tx *sqlx.Tx, c *ledger.Click, now time.Time) (*ledger.Customer, error) {
+	_, err := tx.ExecContext(ctx, `
+		INSERT INTO customers (program_id, partner_id, link_id, click_id, click_occurred_at, is_test, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $7)
+		ON CONFLICT (program_id, click_id) WHERE click_id IS NOT NULL DO NOTHING`,
+		c.ProgramID, c.PartnerID, c.LinkID, c.ID, c.OccurredAt, c.IsTest, now)
+	if err != nil {
+		return nil, err
+	}
+	return scanCustomer(tx.QueryRowContext(ctx, `SELECT `+customerColumns+`
+		FROM customers WHERE program_id = $1 AND click_id = $2 FOR NO KEY UPDATE`, c.ProgramID, c.ID))
+}
+
+// customerByKey returns the program's customer with a settled customer
+// key, locked for the rest of tx. Errors: ENotFound.
+func customerByKey(ctx context.Context, tx *sqlx.Tx, programID int64, key string) (*ledger.Customer, error) {
+	return scanCustomer(tx.QueryRowContext(ctx, `SELECT `+customerColumns+`
+		FROM customers WHERE program_id = $1 AND customer_key = $2 FOR NO KEY UPDATE`, programID, key))
+}

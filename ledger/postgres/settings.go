@@ -1,0 +1,33 @@
+package postgres
+
+import (
+	"context"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/partnertrack/partnertrack/ledger"
+)
+
+var _ ledger.SettingsService = (*ProgramService)(nil)
+
+// UpdateSettings applies a dashboard settings update.
+func (s *ProgramService) UpdateSettings(ctx context.Context, id int64, in ledger.SettingsInput) (p *ledger.Program, err error) {
+	defer wrap(&err, "postgres.UpdateSettings(%d)", id)
+	now := s.db.now()
+	err = s.db.Transact(ctx, func(tx *sqlx.Tx) error {
+		if err := updateProgram(ctx, tx, id, in.Program, now); err != nil {
+			return err
+		}
+		set, secret, err := in.StripeSecret()
+		if err != nil || !set {
+			return err
+		}
+		_, err = tx.ExecContext(ctx,
+			`UPDATE programs SET stripe_webhook_secret = NULLIF($2, '') WHERE id = $1`, id, secret)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s.Program(ctx, id)
+}
