@@ -1,0 +1,180 @@
+// Package tasks names the asynq queues and task types of the service and
+// builds their tasks. The edge, the ledger's enqueuer and cmd import only
+// this small package, never the handlers in package workers.
+package tasks
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/sony/gobreaker/v2"
+
+	"github.com/partnertrack/partnertrack/ledger"
+)
+
+// Queue names, before the optional namespace.
+const (
+	QueueClicks        = "clicks"
+	QueueVisits        = "visits"
+	QueueProcessor     = "processor"
+	QueueNotifications = "notifications"
+	QueueWebhooks      = "webhooks"
+	QueueMaintenance   = "maintenance"
+)
+
+// AllQueues lists every queue with its weight when one worker serves
+// several (asynq's weighted priority).
+var AllQueues = map[string]int{
+	QueueClicks:        4,
+	QueueVisits:        2,
+	QueueProcessor:     4,
+	QueueNotifications: 2,
+	QueueWebhooks:      2,
+	QueueMaintenance:   1,
+}
+
+// Task types.
+const (
+	TypeOutboxSweep      = "outbox:sweep"
+	TypePartitionsEnsure = "partitions:ensure"
+)
+
+// Namespace prefixes queue names. Production leaves it empty; tests give
+// each test its own namespace, because asynq has no key prefix and shares
+// one Redis.
+type Namespace string
+
+// Queue returns the full name of a queue.
+func (ns Namespace) Queue(name string) string { return string(ns) + name }
+
+// Queues maps the named queues (comma-separated, or "all"/"") to their
+// full names and weights.
+func (ns Namespace) Queues(names string) (map[string]int, error) {
+	out := make(map[string]int)
+	if names == "" || names == "all" {
+		for q, w := range AllQueues {
+			out[ns.Queue(q)] = w
+		}
+		return out, nil
+	}
+	for _, q := range strings.Split(names, ",") {
+		q = strings.TrimSpace(q)
+		w, ok := AllQueues[q]
+		if !ok {
+			return nil, fmt.Errorf("unknown queue %q (queues: clicks, visits, processor, notifications, webhooks, maintenance)", q)
+		}
+		out[ns.Queue(q)] = w
+	}
+	return out, nil
+}
+
+// OutboxPayload is the payload of every task relayed from the outbox: the
+// outbox row's id, the consumer's idempotency key, and the message.
+type OutboxPayload struct {
+	OutboxID int64           `json:"outbox_id"`
+	Data     json.RawMessage `json:"data"`
+}
+
+// OutboxTaskID is the asynq TaskID of an outbox message, so a message
+// enqueued twice (relay and sweep) runs once while the task is stored.
+func OutboxTaskID(id int64) string { return fmt.Sprintf("outbox-%d", id) }
+
+// outboxRetention keeps finished outbox tasks long enough for their TaskID
+// to dedupe a late second enqueue by the sweep.
+const outboxRetention = time.Hour
+
+// Enqueuer is the asynq implementation of ledger.Enqueuer.
+type Enqueuer struct {
+	Client    *asynq.Client
+	Namespace Namespace
+	MaxRetry  int
+	// Breaker, when set, fails enqueues fast while Redis is unreachable, so
+	// a sale's relay after commit does not wait out a Redis timeout; the
+	// outbox sweep sends the messages once Redis is back.
+	Breaker *gobreaker.CircuitBreaker[struct{}]
+}
+
+// NewRedisBreaker returns a breaker that opens after five consecutive Redis
+// failures and tries again after five seconds.
+func NewRedisBreaker(name string, onChange func(name string, from, to gobreaker.State)) *gobreaker.CircuitBreaker[struct{}] {
+	return gobreaker.NewCircuitBreaker[struct{}](gobreaker.Settings{
+		Name:          name,
+		Timeout:       5 * time.Second,
+		ReadyToTrip:   func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= 5 },
+		OnStateChange: onChange,
+	})
+}
+
+var _ ledger.Enqueuer = (*Enqueuer)(nil)
+
+// Enqueue enqueues each message with its outbox id as TaskID, stopping at
+// the first failure; a TaskID conflict means the message is already queued.
+func (e *Enqueuer) Enqueue(ctx context.Context, msgs []ledger.OutboxMessage) ([]int64, error) {
+	sent := make([]int64, 0, len(msgs))
+	for _, m := range msgs {
+		payload, err := json.Marshal(OutboxPayload{OutboxID: m.ID, Data: m.Payload})
+		if err != nil {
+			return sent, err
+		}
+		opts := []asynq.Option{
+			asynq.Queue(e.Namespace.Queue(m.Queue)),
+			asynq.TaskID(OutboxTaskID(m.ID)),
+			asynq.Retention(outboxRetention),
+		}
+		if n, ok := maxRetryByType[m.TaskType]; ok {
+			opts = append(opts, asynq.MaxRetry(n))
+		} else if e.MaxRetry > 0 {
+			opts = append(opts, asynq.MaxRetry(e.MaxRetry))
+		}
+		if err := e.enqueue(ctx, asynq.NewTask(m.TaskType, payload), opts); err != nil {
+			return sent, fmt.Errorf("enqueue outbox %d: %w", m.ID, err)
+		}
+		sent = append(sent, m.ID)
+	}
+	return sent, nil
+}
+
+// enqueue enqueues one task through the breaker; a TaskID conflict means
+// the task is already queued, which is success.
+func (e *Enqueuer) enqueue(ctx context.Context, task *asynq.Task, opts []asynq.Option) error {
+	call := func() (struct{}, error) {
+		_, err := e.Client.EnqueueContext(ctx, task, opts...)
+		if errors.Is(err, asynq.ErrTaskIDConflict) {
+			err = nil
+		}
+		return struct{}{}, err
+	}
+	if e.Breaker == nil {
+		_, err := call()
+		return err
+	}
+	_, err := e.Breaker.Execute(call)
+	return err
+}
+
+// DecodeOutbox decodes an outbox task's payload; a payload that does not
+// decode is not retried.
+func DecodeOutbox(t *asynq.Task, data any) (int64, error) {
+	var p OutboxPayload
+	if err := json.Unmarshal(t.Payload(), &p); err != nil {
+		return 0, fmt.Errorf("decode %s payload: %v: %w", t.Type(), err, asynq.SkipRetry)
+	}
+	if data != nil {
+		if err := json.Unmarshal(p.Data, data); err != nil {
+			return 0, fmt.Errorf("decode %s data: %v: %w", t.Type(), err, asynq.SkipRetry)
+		}
+	}
+	return p.OutboxID, nil
+}
+
+// NewOutboxSweepTask builds the periodic outbox sweep.
+func NewOutboxSweepTask() *asynq.Task { return asynq.NewTask(TypeOutboxSweep, nil) }
+
+// NewPartitionsEnsureTask builds the periodic creation of future
+// click and visit partitions.
+func NewPartitionsEnsureTask() *asynq.Task { return asynq.NewTask(TypePartitionsEnsure, nil) }

@@ -1,0 +1,65 @@
+package workers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/partnertrack/partnertrack/ledger"
+	"github.com/partnertrack/partnertrack/notify"
+	"github.com/partnertrack/partnertrack/workers/tasks"
+)
+
+// WebhookHandler delivers one brand webhook message to one endpoint.
+type WebhookHandler struct {
+	Sender *notify.Sender
+}
+
+// ProcessTask sends the message. A payload that does not decode, a refused
+// address and a message past its age are archived at once; a destination
+// whose breaker is open returns a *notify.BreakerOpenError, which the
+// server retries later without spending a retry.
+func (h *WebhookHandler) ProcessTask(ctx context.Context, t *asynq.Task) error {
+	var m ledger.WebhookMessage
+	outboxID, err := tasks.DecodeOutbox(t, &m)
+	if err != nil {
+		return err
+	}
+	if m.EndpointID == 0 || m.MessageID == "" || m.Body == "" {
+		return fmt.Errorf("outbox %d: webhook message without endpoint, id or body: %w", outboxID, asynq.SkipRetry)
+	}
+	retried, _ := asynq.GetRetryCount(ctx)
+	err = h.Sender.Deliver(ctx, m, retried+1)
+	if errors.Is(err, notify.ErrFinal) {
+		return fmt.Errorf("outbox %d: %v: %w", outboxID, err, asynq.SkipRetry)
+	}
+	return err
+}
+
+// RetryPolicy is how the server retries failed tasks.
+type RetryPolicy struct {
+	// Webhooks is the schedule of webhook deliveries (default
+	// notify.DefaultBackoff); tests shorten it.
+	Webhooks notify.Backoff
+}
+
+// isFailure tells asynq whether an error spends one of the task's
+// retries: a delivery deferred by an open breaker does not.
+func isFailure(err error) bool { return !notify.IsBreakerOpen(err) }
+
+// retryDelay is the wait before a failed task runs again: what an open
+// breaker asks for, the webhook schedule for webhook deliveries, asynq's
+// default for the rest.
+func (p RetryPolicy) retryDelay(n int, err error, t *asynq.Task) time.Duration {
+	var open *notify.BreakerOpenError
+	if errors.As(err, &open) {
+		return open.RetryAfter
+	}
+	if t.Type() == tasks.TypeWebhookDeliver {
+		return p.Webhooks.Delay(n)
+	}
+	return asynq.DefaultRetryDelayFunc(n, err, t)
+}
