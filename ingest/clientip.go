@@ -1,0 +1,74 @@
+package ingest
+
+import (
+	"net/netip"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+)
+
+// clientIP returns the caller's address. X-Forwarded-For is believed only
+// when the connection comes from a trusted proxy, and is read from the
+// right: each hop appends the address it saw, so the rightmost address
+// that is not a trusted proxy is the client (everything left of it may be
+// forged).
+func (s *Server) clientIP(c *fiber.Ctx) string {
+	remote, ok := netip.AddrFromSlice(c.Context().RemoteIP())
+	if !ok {
+		return c.Context().RemoteIP().String()
+	}
+	remote = remote.Unmap()
+	if !s.trusted(remote) {
+		return remote.String()
+	}
+	client := remote
+	headers := c.Request().Header.PeekAll(fiber.HeaderXForwardedFor)
+	for h := len(headers) - 1; h >= 0; h-- {
+		hops := strings.Split(string(headers[h]), ",")
+		for i := len(hops) - 1; i >= 0; i-- {
+			addr, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
+			if err != nil {
+				return client.String() // a garbled hop: stop at the last good one
+			}
+			client = addr.Unmap()
+			if !s.trusted(client) {
+				return client.String()
+			}
+		}
+	}
+	return client.String()
+}
+
+func (s *Server) trusted(a netip.Addr) bool {
+	for _, p := range s.cfg.TrustedProxies {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// ParseTrustedProxies reads a comma-separated list of CIDRs or addresses.
+func ParseTrustedProxies(s string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		if strings.Contains(part, "/") {
+			p, err := netip.ParsePrefix(part)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, p.Masked())
+			continue
+		}
+		a, err := netip.ParseAddr(part)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, netip.PrefixFrom(a, a.BitLen()))
+	}
+	return out, nil
+}

@@ -1,0 +1,133 @@
+// Package groupcommit lets concurrent callers share one write: each
+// caller adds its item to the open batch and waits; the batch is flushed
+// as soon as no flush is in flight (so a quiet system adds no delay), or
+// as soon as it holds MaxBatch items while others are in flight, and every
+// caller of a batch gets that batch's result. Under load, one write then
+// carries many items while the next batch fills behind it.
+//
+// The package knows nothing of what a flush does; the click and visit
+// pipelines (package traffic) flush to Redis.
+package groupcommit
+
+import (
+	"context"
+	"fmt"
+	"sync"
+)
+
+// Committer groups items into batches and flushes them.
+type Committer[T any] struct {
+	flush       func(items []T) error
+	maxBatch    int
+	maxInflight int
+
+	mu       sync.Mutex
+	open     *batch[T]   // filling; nil when no item waits
+	full     []*batch[T] // reached maxBatch while every flush slot was taken
+	inflight int
+	waiting  int // items added but not yet handed to a flush
+}
+
+type batch[T any] struct {
+	items []T
+	done  chan struct{} // closed once err is set
+	err   error
+}
+
+// New returns a committer whose batches hold at most maxBatch items and
+// of which at most maxInflight are flushed at once. flush owns its
+// deadline: a caller that gives up does not cancel its batch's flush.
+func New[T any](maxBatch, maxInflight int, flush func(items []T) error) *Committer[T] {
+	if maxBatch < 1 {
+		maxBatch = 1
+	}
+	if maxInflight < 1 {
+		maxInflight = 1
+	}
+	return &Committer[T]{flush: flush, maxBatch: maxBatch, maxInflight: maxInflight}
+}
+
+// Add puts item in the open batch and returns the error of that batch's
+// flush once it is done (nil: the item was written). When ctx ends first,
+// Add returns ctx's error; the item may still be written.
+func (c *Committer[T]) Add(ctx context.Context, item T) error {
+	c.mu.Lock()
+	b := c.open
+	if b == nil {
+		b = &batch[T]{items: make([]T, 0, min(c.maxBatch, 64)), done: make(chan struct{})}
+		c.open = b
+	}
+	b.items = append(b.items, item)
+	c.waiting++
+	var lead bool
+	switch {
+	case c.inflight == 0 || (len(b.items) >= c.maxBatch && c.inflight < c.maxInflight):
+		c.open = nil
+		c.inflight++
+		c.waiting -= len(b.items)
+		lead = true
+	case len(b.items) >= c.maxBatch:
+		c.open = nil
+		c.full = append(c.full, b)
+	}
+	c.mu.Unlock()
+
+	if lead {
+		// The caller that opens a flush runs it itself: on a quiet system
+		// a click costs no hand-off between goroutines.
+		c.run(b)
+		return b.err
+	}
+	select {
+	case <-b.done:
+		return b.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// run flushes b, then hands its flush slot to the next waiting batch, if
+// any, in a goroutine of its own (the caller that led b must answer).
+func (c *Committer[T]) run(b *batch[T]) {
+	b.err = c.safeFlush(b.items)
+	close(b.done)
+	c.mu.Lock()
+	var next *batch[T]
+	switch {
+	case len(c.full) > 0:
+		next = c.full[0]
+		c.full[0] = nil
+		c.full = c.full[1:]
+	case c.open != nil:
+		next = c.open
+		c.open = nil
+	}
+	if next == nil {
+		c.inflight--
+	} else {
+		c.waiting -= len(next.items)
+	}
+	c.mu.Unlock()
+	if next != nil {
+		go c.run(next)
+	}
+}
+
+// safeFlush turns a panicking flush into its batch's error, so that one
+// bad batch cannot leave the committer without a flush in flight.
+func (c *Committer[T]) safeFlush(items []T) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("groupcommit: flush panicked: %v", r)
+		}
+	}()
+	return c.flush(items)
+}
+
+// Waiting returns how many items are waiting for a flush to start (not
+// those being flushed).
+func (c *Committer[T]) Waiting() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.waiting
+}

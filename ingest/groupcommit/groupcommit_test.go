@@ -1,0 +1,228 @@
+package groupcommit
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+)
+
+// recorder is a flush that records its batches and can be held shut.
+type recorder struct {
+	mu      sync.Mutex
+	batches [][]int
+	gate    chan struct{} // when set, each flush waits for a value
+	started chan int      // when set, each flush sends its size on entry
+	fail    func(batch []int) error
+}
+
+func held() *recorder {
+	return &recorder{gate: make(chan struct{}, 100), started: make(chan int, 100)}
+}
+
+func (r *recorder) flush(items []int) error {
+	if r.started != nil {
+		r.started <- len(items)
+	}
+	if r.gate != nil {
+		<-r.gate
+	}
+	r.mu.Lock()
+	r.batches = append(r.batches, append([]int(nil), items...))
+	r.mu.Unlock()
+	if r.fail != nil {
+		return r.fail(items)
+	}
+	return nil
+}
+
+func (r *recorder) sizes() []int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]int, len(r.batches))
+	for i, b := range r.batches {
+		out[i] = len(b)
+	}
+	return out
+}
+
+// waitFor polls cond until it holds; it fails the test after a generous
+// bound rather than asserting on timing.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("never reached: %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestQuietCallerFlushesAlone(t *testing.T) {
+	t.Parallel()
+	r := &recorder{}
+	c := New(10, 1, r.flush)
+	for i := 0; i < 3; i++ {
+		if err := c.Add(context.Background(), i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Nothing was in flight at any Add: three batches of one, no waiting.
+	if got := r.sizes(); len(got) != 3 || got[0] != 1 || got[1] != 1 || got[2] != 1 {
+		t.Fatalf("batches %v, want three of one", got)
+	}
+}
+
+func TestConcurrentCallersShareOneBatch(t *testing.T) {
+	t.Parallel()
+	r := held()
+	c := New(500, 1, r.flush)
+	var wg sync.WaitGroup
+	errs := make(chan error, 101)
+	add := func(i int) {
+		defer wg.Done()
+		errs <- c.Add(context.Background(), i)
+	}
+	wg.Add(1)
+	go add(0)   // opens the first flush, held by the gate
+	<-r.started // the first flush is held
+	for i := 1; i <= 100; i++ {
+		wg.Add(1)
+		go add(i)
+	}
+	waitFor(t, "100 items waiting behind the held flush", func() bool { return c.Waiting() == 100 })
+	r.gate <- struct{}{} // the first batch
+	r.gate <- struct{}{} // the second: every waiting item
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := r.sizes(); len(got) != 2 || got[0] != 1 || got[1] != 100 {
+		t.Fatalf("batches %v, want [1 100]", got)
+	}
+}
+
+func TestFullBatchFlushesWhileAnotherIsInFlight(t *testing.T) {
+	t.Parallel()
+	r := held()
+	c := New(10, 2, r.flush)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); c.Add(context.Background(), -1) }()
+	<-r.started
+	for i := 0; i < 25; i++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); c.Add(context.Background(), i) }()
+	}
+	// One slot is free: the first 10 flush at once; the next 10 wait full
+	// behind both slots; 5 wait open.
+	waitFor(t, "15 items waiting", func() bool { return c.Waiting() == 15 })
+	for i := 0; i < 5; i++ {
+		r.gate <- struct{}{}
+	}
+	wg.Wait()
+	sizes := r.sizes()
+	sort.Ints(sizes)
+	if len(sizes) != 4 || sizes[0] != 1 || sizes[1] != 5 || sizes[2] != 10 || sizes[3] != 10 {
+		t.Fatalf("batches %v, want 1, 10, 10 and 5 (in any order)", sizes)
+	}
+}
+
+func TestFailedFlushFailsEveryCallerOfItsBatch(t *testing.T) {
+	t.Parallel()
+	boom := errors.New("redis down")
+	r := held()
+	r.fail = func(b []int) error {
+		if len(b) > 1 {
+			return boom
+		}
+		return nil
+	}
+	c := New(500, 1, r.flush)
+	var wg sync.WaitGroup
+	first := make(chan error, 1)
+	wg.Add(1)
+	go func() { defer wg.Done(); first <- c.Add(context.Background(), 0) }()
+	<-r.started
+	errs := make(chan error, 20)
+	for i := 1; i <= 20; i++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs <- c.Add(context.Background(), i) }()
+	}
+	waitFor(t, "20 waiting", func() bool { return c.Waiting() == 20 })
+	r.gate <- struct{}{}
+	r.gate <- struct{}{}
+	wg.Wait()
+	close(errs)
+	if err := <-first; err != nil {
+		t.Fatalf("the batch of one failed: %v", err)
+	}
+	n := 0
+	for err := range errs {
+		if !errors.Is(err, boom) {
+			t.Fatalf("a caller of the failed batch got %v", err)
+		}
+		n++
+	}
+	if n != 20 {
+		t.Fatalf("%d results", n)
+	}
+}
+
+func TestPanickingFlushFailsItsBatchAndKeepsGoing(t *testing.T) {
+	t.Parallel()
+	calls := 0
+	c := New(10, 1, func(items []int) error {
+		calls++
+		if calls == 1 {
+			panic("bug")
+		}
+		return nil
+	})
+	if err := c.Add(context.Background(), 1); err == nil {
+		t.Fatal("a panicking flush reported success")
+	}
+	if err := c.Add(context.Background(), 2); err != nil {
+		t.Fatalf("after a panic: %v", err)
+	}
+}
+
+func TestCallerGivingUpGetsItsContextError(t *testing.T) {
+	t.Parallel()
+	r := held()
+	c := New(10, 1, r.flush)
+	go c.Add(context.Background(), 0)
+	<-r.started
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Add(ctx, 1) }()
+	waitFor(t, "one waiting", func() bool { return c.Waiting() == 1 })
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v", err)
+	}
+	r.gate <- struct{}{}
+	r.gate <- struct{}{}
+	waitFor(t, "both batches flushed", func() bool { return len(r.sizes()) == 2 })
+}
+
+func BenchmarkGroupCommit(b *testing.B) {
+	c := New(500, 4, func(items []int) error {
+		time.Sleep(100 * time.Microsecond) // about one loopback Redis round trip
+		return nil
+	})
+	b.SetParallelism(64)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := c.Add(context.Background(), 1); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -1,0 +1,121 @@
+// Package testissuer runs an OpenID Connect issuer in process for tests:
+// discovery and a JWKS served by go-oidc's oidctest server on a loopback
+// port, with an RSA key generated per issuer, and helpers that sign
+// id_tokens for it.
+package testissuer
+
+import (
+	"crypto/rand"
+	"crypto/rsa"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	gooidc "github.com/coreos/go-oidc/v3/oidc"
+	"github.com/coreos/go-oidc/v3/oidc/oidctest"
+)
+
+// ClientID is the audience the issuer's tokens name by default.
+const ClientID = "partnertrack-test-client"
+
+const keyID = "test-key-1"
+
+// Issuer is a running test issuer.
+type Issuer struct {
+	URL string // the issuer URL (OIDC_ISSUER_URL)
+
+	key    *rsa.PrivateKey
+	mu     sync.Mutex
+	broken bool // when true, discovery and keys answer 500
+}
+
+var (
+	keyOnce   sync.Once
+	sharedKey *rsa.PrivateKey
+)
+
+// signingKey returns an RSA key generated once per test binary: a 2048-bit
+// key takes a noticeable moment to generate, and every issuer of a run may
+// share it (each issuer has its own URL, so tokens of one are refused by
+// the others on their issuer).
+func signingKey(tb testing.TB) *rsa.PrivateKey {
+	keyOnce.Do(func() {
+		k, err := rsa.GenerateKey(rand.Reader, 2048)
+		if err != nil {
+			tb.Fatalf("testissuer: %v", err)
+		}
+		sharedKey = k
+	})
+	return sharedKey
+}
+
+// New starts an issuer that stops when the test ends.
+func New(tb testing.TB) *Issuer {
+	tb.Helper()
+	iss := &Issuer{key: signingKey(tb)}
+	s := &oidctest.Server{PublicKeys: []oidctest.PublicKey{{
+		PublicKey: iss.key.Public(), KeyID: keyID, Algorithm: gooidc.RS256,
+	}}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		iss.mu.Lock()
+		broken := iss.broken
+		iss.mu.Unlock()
+		if broken {
+			http.Error(w, "issuer down", http.StatusInternalServerError)
+			return
+		}
+		s.ServeHTTP(w, r)
+	}))
+	tb.Cleanup(srv.Close)
+	s.SetIssuer(srv.URL)
+	iss.URL = srv.URL
+	return iss
+}
+
+// SetBroken makes discovery and the JWKS answer 500 (true) or work again.
+func (iss *Issuer) SetBroken(broken bool) {
+	iss.mu.Lock()
+	iss.broken = broken
+	iss.mu.Unlock()
+}
+
+// Claims returns the claims of a good token for email: this issuer, the
+// default audience, valid for an hour from now, email verified. Tests
+// change or delete entries before signing.
+func (iss *Issuer) Claims(sub, email string, now time.Time) map[string]any {
+	return map[string]any{
+		"iss":            iss.URL,
+		"aud":            ClientID,
+		"sub":            sub,
+		"iat":            now.Unix(),
+		"exp":            now.Add(time.Hour).Unix(),
+		"email":          email,
+		"email_verified": true,
+	}
+}
+
+// Sign signs claims with the issuer's key.
+func (iss *Issuer) Sign(tb testing.TB, claims map[string]any) string {
+	tb.Helper()
+	return SignWith(tb, iss.key, keyID, claims)
+}
+
+// Token returns a good token for sub and email.
+func (iss *Issuer) Token(tb testing.TB, sub, email string) string {
+	tb.Helper()
+	return iss.Sign(tb, iss.Claims(sub, email, time.Now()))
+}
+
+// SignWith signs claims with another key under a key id, for tokens the
+// issuer's JWKS cannot verify.
+func SignWith(tb testing.TB, key *rsa.PrivateKey, kid string, claims map[string]any) string {
+	tb.Helper()
+	raw, err := json.Marshal(claims)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return oidctest.SignIDToken(key, kid, gooidc.RS256, string(raw))
+}

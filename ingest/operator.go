@@ -1,0 +1,243 @@
+package ingest
+
+import (
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/partnertrack/partnertrack/ledger"
+)
+
+// The operator API provisions the world the spec assumes exists:
+// workspaces, users, programs, partners, links, key rotation marks,
+// processor accounts and agent keys.
+
+func invalid(msg string) error { return ledger.NewError(ledger.EInvalid, msg) }
+
+func (s *Server) opCreateWorkspace(c *fiber.Ctx) error {
+	f, err := parseFields(c)
+	if err != nil {
+		return err
+	}
+	name, email := f.String("name"), f.String("owner_email")
+	if !name.OK() {
+		return invalid(ledger.MsgWorkspaceName)
+	}
+	if !email.OK() {
+		return invalid(ledger.MsgEmail)
+	}
+	ws, err := s.svc.Accounts.CreateWorkspace(c.UserContext(), name.Value, email.Value)
+	if err != nil {
+		return err
+	}
+	return ok(c, fiber.StatusCreated, fiber.Map{"id": ws.ID, "name": ws.Name, "owner_user_id": ws.OwnerUserID})
+}
+
+func (s *Server) opAddMember(c *fiber.Ctx) error {
+	wsID, err := pathID(c, "id", "workspace")
+	if err != nil {
+		return err
+	}
+	f, err := parseFields(c)
+	if err != nil {
+		return err
+	}
+	email, role := f.String("email"), f.String("role")
+	if !email.OK() {
+		return invalid(ledger.MsgEmail)
+	}
+	r, valid := ledger.ParseRole(role.Value)
+	if !role.OK() || !valid {
+		return invalid(ledger.MsgRole)
+	}
+	userID, err := s.svc.Accounts.AddMember(c.UserContext(), wsID, email.Value, r)
+	if err != nil {
+		return err
+	}
+	return ok(c, fiber.StatusCreated, fiber.Map{"user_id": userID, "workspace_id": wsID, "role": string(r)})
+}
+
+func (s *Server) opCreateSession(c *fiber.Ctx) error {
+	userID, err := pathID(c, "id", "user")
+	if err != nil {
+		return err
+	}
+	sess, err := s.svc.Accounts.CreateSession(c.UserContext(), userID, ledger.DashboardSession)
+	if err != nil {
+		return err
+	}
+	return ok(c, fiber.StatusCreated, fiber.Map{"token": sess.Token, "expires_at": formatTime(sess.ExpiresAt)})
+}
+
+func (s *Server) opSuspendUser(c *fiber.Ctx) error {
+	userID, err := pathID(c, "id", "user")
+	if err != nil {
+		return err
+	}
+	u, err := s.svc.Accounts.SuspendUser(c.UserContext(), userID)
+	if err != nil {
+		return err
+	}
+	return ok(c, fiber.StatusOK, fiber.Map{"id": u.ID, "email": u.Email, "suspended_at": formatTime(*u.SuspendedAt)})
+}
+
+const msgWorkspaceID = "workspace_id is required and must be an integer"
+
+func (s *Server) opCreateProgram(c *fiber.Ctx) error {
+	f, err := parseFields(c)
+	if err != nil {
+		return err
+	}
+	wsID := f.Int("workspace_id")
+	if !wsID.OK() {
+		return invalid(msgWorkspaceID)
+	}
+	p, err := s.svc.Programs.CreateProgram(c.UserContext(), wsID.Value, programInput(f))
+	if err != nil {
+		return err
+	}
+	return ok(c, fiber.StatusCreated, programJSON(p))
+}
+
+func (s *Server) opEnrollPartner(c *fiber.Ctx) error {
+	programID, err := pathID(c, "id", "program")
+	if err != nil {
+		return err
+	}
+	f, err := parseFields(c)
+	if err != nil {
+		return err
+	}
+	email, name := f.String("email"), f.String("name")
+	if !email.OK() {
+		return invalid(ledger.MsgEmail)
+	}
+	if !name.OK() {
+		return invalid(ledger.MsgPartnerName)
+	}
+	p, err := s.svc.Partners.EnrollPartner(c.UserContext(), programID, email.Value, name.Value)
+	if err != nil {
+		return err
+	}
+	return ok(c, fiber.StatusCreated, fiber.Map{"id": p.ID, "email": p.Email, "name": p.Name, "program_id": programID})
+}
+
+func (s *Server) opCreateLink(c *fiber.Ctx) error {
+	programID, err := pathID(c, "id", "program")
+	if err != nil {
+		return err
+	}
+	f, err := parseFields(c)
+	if err != nil {
+		return err
+	}
+	partnerID, code, active := f.Int("partner_id"), f.String("code"), f.Bool("active")
+	if !partnerID.OK() {
+		return invalid(ledger.MsgPartnerID)
+	}
+	if !code.OK() {
+		return invalid(ledger.MsgLinkCode)
+	}
+	if active.Bad {
+		return invalid(ledger.MsgLinkActive)
+	}
+	l, err := s.svc.Partners.CreateLink(c.UserContext(), programID, partnerID.Value, code.Value, active.Or(true))
+	if err != nil {
+		return err
+	}
+	s.invalidateLink(c, l.Code) // an edge may remember the code as unknown
+	return ok(c, fiber.StatusCreated, linkJSON(l))
+}
+
+func (s *Server) opPatchLink(c *fiber.Ctx) error {
+	linkID, err := pathID(c, "id", "link")
+	if err != nil {
+		return err
+	}
+	f, err := parseFields(c)
+	if err != nil {
+		return err
+	}
+	active := f.Bool("active")
+	if !active.OK() {
+		return invalid(ledger.MsgLinkActive)
+	}
+	l, err := s.svc.Partners.SetLinkActive(c.UserContext(), linkID, active.Value)
+	if err != nil {
+		return err
+	}
+	s.invalidateLink(c, l.Code)
+	return ok(c, fiber.StatusOK, linkJSON(l))
+}
+
+// invalidateLink drops a changed link from every edge's cache. The change
+// has committed, so a failure is only logged: other instances then serve
+// the old link until their entry expires.
+func (s *Server) invalidateLink(c *fiber.Ctx, code string) {
+	if s.svc.TrackingCache == nil {
+		return
+	}
+	if err := s.svc.TrackingCache.InvalidateLink(c.UserContext(), code); err != nil {
+		s.logger.Warn("link cache invalidation not published", "request_id", requestID(c), "err", err)
+	}
+}
+
+func (s *Server) opMarkKeyRotation(c *fiber.Ctx) error {
+	programID, err := pathID(c, "id", "program")
+	if err != nil {
+		return err
+	}
+	f, err := parseFields(c)
+	if err != nil {
+		return err
+	}
+	raw := f.String("deadline")
+	deadline, perr := time.Parse(time.RFC3339Nano, raw.Value)
+	if !raw.OK() || perr != nil {
+		return invalid(ledger.MsgRotationDeadline)
+	}
+	r, err := s.svc.Keys.MarkKeyRotation(c.UserContext(), programID, deadline)
+	if err != nil {
+		return err
+	}
+	return ok(c, fiber.StatusOK, fiber.Map{"program_id": programID, "marked_at": formatTime(r.MarkedAt), "deadline": formatTime(r.Deadline)})
+}
+
+func (s *Server) opConnectProcessor(c *fiber.Ctx) error {
+	programID, err := pathID(c, "id", "program")
+	if err != nil {
+		return err
+	}
+	f, err := parseFields(c)
+	if err != nil {
+		return err
+	}
+	acct := f.String("account_id")
+	if !acct.OK() {
+		return invalid(ledger.MsgProcessorAcct)
+	}
+	a, err := s.svc.Partners.ConnectProcessorAccount(c.UserContext(), programID, acct.Value)
+	if err != nil {
+		return err
+	}
+	return ok(c, fiber.StatusOK, fiber.Map{"program_id": a.ProgramID, "account_id": a.AccountID})
+}
+
+func (s *Server) opCreateAgentKey(c *fiber.Ctx) error {
+	f, err := parseFields(c)
+	if err != nil {
+		return err
+	}
+	wsID, scopes := f.Int("workspace_id"), f.Strings("scopes")
+	if !wsID.OK() {
+		return invalid(msgWorkspaceID)
+	}
+	if !scopes.OK() {
+		return invalid(ledger.MsgScopes)
+	}
+	k, err := s.svc.Partners.CreateAgentKey(c.UserContext(), wsID.Value, scopes.Value)
+	if err != nil {
+		return err
+	}
+	return ok(c, fiber.StatusCreated, fiber.Map{"id": k.ID, "key": k.Key, "workspace_id": k.WorkspaceID, "scopes": k.Scopes})
+}

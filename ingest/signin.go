@@ -1,0 +1,58 @@
+package ingest
+
+import (
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/partnertrack/partnertrack/ledger"
+)
+
+// limitSignIn bounds sign-in attempts per client IP a minute. The spec
+// names no limit for sign-in; this one keeps a flood of forged tokens
+// from making the edge refetch the provider's keys without end.
+const limitSignIn = 60
+
+const msgSignInNotConfigured = "Sign-in is not configured on this server (OIDC_ISSUER_URL and OIDC_CLIENT_ID are unset)"
+
+var signInStyle = errorStyle{internalMessage: "Sign-in failed"}
+
+// signIn is POST /api/v1/auth/session: it verifies an id_token of the
+// sign-in provider, creates or links the user and returns a dashboard
+// token.
+func (s *Server) signIn(c *fiber.Ctx) error {
+	if s.svc.Identity == nil {
+		return ledger.NewError(eUnavailable, msgSignInNotConfigured)
+	}
+	f, err := parseFields(c)
+	if err != nil {
+		return err
+	}
+	tok := f.String("id_token")
+	if !tok.OK() || strings.TrimSpace(tok.Value) == "" {
+		return invalid(ledger.MsgIDTokenRequired)
+	}
+	id, err := s.svc.Identity.VerifyIDToken(c.UserContext(), tok.Value)
+	if err != nil {
+		return err
+	}
+	u, sess, err := s.svc.SignIn.SignIn(c.UserContext(), *id, ledger.DashboardSession)
+	if err != nil {
+		return err
+	}
+	return ok(c, fiber.StatusOK, fiber.Map{
+		"token":      sess.Token,
+		"expires_at": formatTime(sess.ExpiresAt),
+		"user":       fiber.Map{"id": u.ID, "email": u.Email},
+	})
+}
+
+// signOut is DELETE /api/v1/auth/session: it revokes the presented
+// dashboard token at once.
+func (s *Server) signOut(c *fiber.Ctx) error {
+	tok, _ := bearerToken(c.Get(fiber.HeaderAuthorization))
+	if err := s.svc.SignIn.RevokeSession(c.UserContext(), tok); err != nil {
+		return err
+	}
+	return ok(c, fiber.StatusOK, fiber.Map{"revoked": true})
+}

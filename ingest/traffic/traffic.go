@@ -1,0 +1,274 @@
+// Package traffic carries clicks and visits from the edge to their queues.
+//
+// Concurrent requests on one edge share one write (package groupcommit):
+// a batch of clicks becomes one asynq task on the clicks queue, written
+// together with a short-lived click:<id> record per click (so that a lead
+// or sale naming a click still in the queue can be attributed), and every
+// request of the batch is answered only once both are in Redis. The Redis
+// writes sit behind a circuit breaker; when they fail, or while the
+// breaker is open, the batch is written straight to Postgres instead
+// (idempotently: the queued task, if it landed after all, skips the rows).
+// Only when both fail does the batch fail, and none of its clicks is
+// acknowledged.
+//
+// Visits take the same road on the visits queue, without records.
+package traffic
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+	"github.com/sony/gobreaker/v2"
+
+	"github.com/partnertrack/partnertrack/ingest/groupcommit"
+	"github.com/partnertrack/partnertrack/ledger"
+	"github.com/partnertrack/partnertrack/workers/tasks"
+)
+
+// Defaults of a pipeline.
+const (
+	DefaultMaxBatch     = 500 // clicks per task: about 200 KB of payload
+	DefaultMaxInflight  = 4   // batches written at once
+	DefaultRedisTimeout = 2 * time.Second
+	DefaultStoreTimeout = 5 * time.Second // with the Redis deadline, within the edge's 10 s request deadline
+)
+
+// Config assembles a pipeline.
+type Config struct {
+	Redis     redis.UniversalClient // for the click:<id> records; ContextTimeoutEnabled
+	Queue     *asynq.Client
+	Namespace tasks.Namespace
+	// Breaker guards the Redis writes (tasks.NewRedisBreaker); nil means
+	// always try Redis first.
+	Breaker *gobreaker.CircuitBreaker[struct{}]
+	// Store takes a batch directly when Redis does not.
+	Store  ledger.TrafficStore
+	Logger *slog.Logger
+
+	MaxBatch     int
+	MaxInflight  int
+	RedisTimeout time.Duration // per batch
+	StoreTimeout time.Duration // per batch, on the direct path
+	PendingTTL   time.Duration // of a click:<id> record; default tasks.PendingClickTTL
+}
+
+// Pipeline implements ledger.TrafficRecorder.
+type Pipeline struct {
+	cfg    Config
+	clicks *groupcommit.Committer[queued[ledger.Click]]
+	visits *groupcommit.Committer[queued[ledger.Visit]]
+	stats  Stats
+}
+
+// Stats count what the pipeline did since it started.
+type Stats struct {
+	Batches  atomic.Int64 // written to Redis
+	Diverted atomic.Int64 // written straight to Postgres
+	Failed   atomic.Int64 // written nowhere: their requests failed
+}
+
+// queued is an item with its wire form, encoded by the request's own
+// goroutine so that the flush only writes bytes.
+type queued[T any] struct {
+	item *T
+	wire []byte
+}
+
+var _ ledger.TrafficRecorder = (*Pipeline)(nil)
+
+// New returns a pipeline.
+func New(cfg Config) *Pipeline {
+	if cfg.MaxBatch <= 0 {
+		cfg.MaxBatch = DefaultMaxBatch
+	}
+	if cfg.MaxInflight <= 0 {
+		cfg.MaxInflight = DefaultMaxInflight
+	}
+	if cfg.RedisTimeout <= 0 {
+		cfg.RedisTimeout = DefaultRedisTimeout
+	}
+	if cfg.StoreTimeout <= 0 {
+		cfg.StoreTimeout = DefaultStoreTimeout
+	}
+	if cfg.PendingTTL <= 0 {
+		cfg.PendingTTL = tasks.PendingClickTTL
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	p := &Pipeline{cfg: cfg}
+	p.clicks = groupcommit.New(cfg.MaxBatch, cfg.MaxInflight, p.flushClicks)
+	p.visits = groupcommit.New(cfg.MaxBatch, cfg.MaxInflight, p.flushVisits)
+	return p
+}
+
+// Stats returns the pipeline's counters.
+func (p *Pipeline) Stats() *Stats { return &p.stats }
+
+// RecordClick returns once c is durable: queued in Redis with its
+// click:<id> record, or written to Postgres.
+func (p *Pipeline) RecordClick(ctx context.Context, c *ledger.Click) error {
+	wire, err := tasks.EncodeClick(c)
+	if err != nil {
+		return err
+	}
+	return p.clicks.Add(ctx, queued[ledger.Click]{item: c, wire: wire})
+}
+
+// RecordVisit returns once v is durable.
+func (p *Pipeline) RecordVisit(ctx context.Context, v *ledger.Visit) error {
+	wire, err := tasks.EncodeVisit(v)
+	if err != nil {
+		return err
+	}
+	return p.visits.Add(ctx, queued[ledger.Visit]{item: v, wire: wire})
+}
+
+func (p *Pipeline) flushClicks(batch []queued[ledger.Click]) error {
+	return p.flush("clicks", len(batch),
+		func(ctx context.Context) error { return p.enqueueClicks(ctx, batch) },
+		func(ctx context.Context) error {
+			_, err := p.cfg.Store.WriteClicks(ctx, items(batch))
+			return err
+		})
+}
+
+func (p *Pipeline) flushVisits(batch []queued[ledger.Visit]) error {
+	return p.flush("visits", len(batch),
+		func(ctx context.Context) error {
+			return p.enqueue(ctx, tasks.NewVisitBatchTask(wires(batch)), tasks.QueueVisits, batch[0].item.ID)
+		},
+		func(ctx context.Context) error {
+			_, err := p.cfg.Store.WriteVisits(ctx, items(batch))
+			return err
+		})
+}
+
+// flush writes one batch to Redis through the breaker, else to Postgres.
+func (p *Pipeline) flush(what string, n int, toRedis, toStore func(context.Context) error) error {
+	rctx, cancel := context.WithTimeout(context.Background(), p.cfg.RedisTimeout)
+	err := p.throughBreaker(func() error { return toRedis(rctx) })
+	cancel()
+	if err == nil {
+		p.stats.Batches.Add(1)
+		return nil
+	}
+	if errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests) {
+		p.cfg.Logger.Debug("queue breaker open: batch written to Postgres", "queue", what, "count", n)
+	} else {
+		p.cfg.Logger.Warn("queue write failed: batch written to Postgres", "queue", what, "count", n, "err", err)
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), p.cfg.StoreTimeout)
+	defer cancel()
+	if serr := toStore(sctx); serr != nil {
+		p.stats.Failed.Add(1)
+		p.cfg.Logger.Error("batch lost: neither Redis nor Postgres took it; its requests fail",
+			"queue", what, "count", n, "redis_err", err, "postgres_err", serr)
+		return fmt.Errorf("%s batch of %d: redis: %w; postgres: %w", what, n, err, serr)
+	}
+	p.stats.Diverted.Add(1)
+	return nil
+}
+
+func (p *Pipeline) throughBreaker(fn func() error) error {
+	if p.cfg.Breaker == nil {
+		return fn()
+	}
+	_, err := p.cfg.Breaker.Execute(func() (struct{}, error) { return struct{}{}, fn() })
+	return err
+}
+
+// enqueueClicks writes a batch's click:<id> records (one pipelined round
+// trip) and its task (one asynq enqueue) at the same time; the batch is
+// durable once both succeeded.
+func (p *Pipeline) enqueueClicks(ctx context.Context, batch []queued[ledger.Click]) error {
+	recorded := make(chan error, 1)
+	go func() {
+		_, err := p.cfg.Redis.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+			for i := range batch {
+				pipe.Set(ctx, p.cfg.Namespace.PendingClickKey(batch[i].item.ID), batch[i].wire, p.cfg.PendingTTL)
+			}
+			return nil
+		})
+		recorded <- err
+	}()
+	err := p.enqueue(ctx, tasks.NewClickBatchTask(wires(batch)), tasks.QueueClicks, batch[0].item.ID)
+	if rerr := <-recorded; rerr != nil {
+		err = errors.Join(err, fmt.Errorf("write click records: %w", rerr))
+	}
+	return err
+}
+
+// enqueue adds a batch task to a queue. Its TaskID is the id of its first
+// item, which no other batch holds.
+func (p *Pipeline) enqueue(ctx context.Context, t *asynq.Task, queue, firstID string) error {
+	_, err := p.cfg.Queue.EnqueueContext(ctx, t,
+		asynq.Queue(p.cfg.Namespace.Queue(queue)),
+		asynq.TaskID(queue+"-"+firstID),
+		asynq.Timeout(time.Minute))
+	return err
+}
+
+// Ready reports an open breaker: clicks and visits then go straight to
+// Postgres (slower, still correct) until Redis answers again.
+func (p *Pipeline) Ready(context.Context) error {
+	if p.cfg.Breaker == nil {
+		return nil
+	}
+	if st := p.cfg.Breaker.State(); st == gobreaker.StateOpen {
+		return errors.New("queue breaker open: clicks and visits are written straight to Postgres")
+	}
+	return nil
+}
+
+func items[T any](batch []queued[T]) []T {
+	out := make([]T, len(batch))
+	for i := range batch {
+		out[i] = *batch[i].item
+	}
+	return out
+}
+
+func wires[T any](batch []queued[T]) [][]byte {
+	out := make([][]byte, len(batch))
+	for i := range batch {
+		out[i] = batch[i].wire
+	}
+	return out
+}
+
+// Pending implements ledger.PendingClicks over the click:<id> records the
+// pipeline writes with each batch.
+type Pending struct {
+	Redis     redis.UniversalClient
+	Namespace tasks.Namespace
+}
+
+var _ ledger.PendingClicks = (*Pending)(nil)
+
+// PendingClick returns the click acknowledged under clickID whose record
+// has not expired. Errors: ENotFound; a Redis failure is returned as it is
+// (the caller answers 500 and its client retries, rather than losing the
+// attribution).
+func (p *Pending) PendingClick(ctx context.Context, clickID string) (*ledger.Click, error) {
+	if _, ok := ledger.ClickTime(clickID); !ok {
+		return nil, ledger.NewError(ledger.ENotFound, "click not found")
+	}
+	b, err := p.Redis.Get(ctx, p.Namespace.PendingClickKey(clickID)).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, ledger.NewError(ledger.ENotFound, "click not found")
+	} else if err != nil {
+		return nil, fmt.Errorf("traffic: read pending click %s: %w", clickID, err)
+	}
+	c, err := tasks.DecodeClick(b)
+	if err != nil {
+		return nil, fmt.Errorf("traffic: decode pending click %s: %w", clickID, err)
+	}
+	return c, nil
+}

@@ -1,0 +1,319 @@
+package traffic
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+	"github.com/sony/gobreaker/v2"
+
+	"github.com/partnertrack/partnertrack/ingest/groupcommit"
+	"github.com/partnertrack/partnertrack/ledger"
+	"github.com/partnertrack/partnertrack/ledger/postgres"
+	"github.com/partnertrack/partnertrack/ledger/postgres/pgtest"
+	"github.com/partnertrack/partnertrack/workers/redistest"
+	"github.com/partnertrack/partnertrack/workers/tasks"
+)
+
+type testBundle struct {
+	db        *pgtest.DB
+	rdb       *redis.Client
+	ns        tasks.Namespace
+	store     *postgres.TrafficStore
+	programID int64
+	partnerID int64
+	linkID    int64
+}
+
+func setup(t *testing.T) *testBundle {
+	t.Helper()
+	t.Parallel()
+	db := pgtest.New(t)
+	rdb := redistest.Client(t)
+	fx := db.MustFixture(t, "pat")
+	return &testBundle{db: db, rdb: rdb, ns: redistest.Namespace(t, rdb), store: postgres.NewTrafficStore(db.DB),
+		programID: fx.ProgramID, partnerID: fx.PartnerID, linkID: fx.LinkID}
+}
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// pipeline returns a pipeline over the bundle's Redis (or over rdb).
+func (b *testBundle) pipeline(rdb *redis.Client, store ledger.TrafficStore) *Pipeline {
+	if rdb == nil {
+		rdb = b.rdb
+	}
+	return New(Config{
+		Redis: rdb, Queue: asynq.NewClientFromRedisClient(rdb), Namespace: b.ns,
+		Breaker: tasks.NewRedisBreaker("test", nil), Store: store, Logger: quiet,
+		RedisTimeout: 2 * time.Second,
+	})
+}
+
+func (b *testBundle) click(i int) *ledger.Click {
+	id := ledger.NewClickID(time.Now())
+	at, _ := ledger.ClickTime(id)
+	return &ledger.Click{ID: id, OccurredAt: at, ProgramID: b.programID, PartnerID: &b.partnerID, LinkID: &b.linkID,
+		SessionID: fmt.Sprintf("sess_%d", i), IP: "203.0.113.7", DeviceType: "mobile"}
+}
+
+// deadRedis is a client of a port where nothing listens.
+func deadRedis(t *testing.T) *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialerRetries: 1, DialTimeout: 200 * time.Millisecond, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// queuedClicks returns the clicks of every pending task of the clicks
+// queue, batch by batch.
+func (b *testBundle) queuedClicks(t *testing.T) [][]ledger.Click {
+	t.Helper()
+	insp := asynq.NewInspectorFromRedisClient(b.rdb)
+	infos, err := insp.ListPendingTasks(b.ns.Queue(tasks.QueueClicks), asynq.PageSize(1000))
+	if errors.Is(err, asynq.ErrQueueNotFound) {
+		return nil
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	var out [][]ledger.Click
+	for _, ti := range infos {
+		clicks, err := tasks.DecodeClickBatch(asynq.NewTask(ti.Type, ti.Payload))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, clicks)
+	}
+	return out
+}
+
+func (b *testBundle) rows(t *testing.T) int {
+	t.Helper()
+	var n int
+	if err := b.db.QueryRow(`SELECT count(*) FROM clicks`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// hold makes the pipeline's first click flush wait until release is
+// closed, and reports when that flush has started.
+func hold(p *Pipeline) (started <-chan struct{}, release chan struct{}) {
+	s, r := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	p.clicks = groupcommit.New(p.cfg.MaxBatch, p.cfg.MaxInflight, func(batch []queued[ledger.Click]) error {
+		first := false
+		once.Do(func() { first = true })
+		if first {
+			close(s)
+			<-r
+		}
+		return p.flushClicks(batch)
+	})
+	return s, r
+}
+
+func TestConcurrentClicksShareOneTask(t *testing.T) {
+	b := setup(t)
+	p := b.pipeline(nil, b.store)
+	started, release := hold(p)
+	ctx := context.Background()
+
+	first := b.click(0)
+	errs := make(chan error, 101)
+	go func() { errs <- p.RecordClick(ctx, first) }()
+	<-started
+	clicks := make([]*ledger.Click, 100)
+	for i := range clicks {
+		clicks[i] = b.click(i + 1)
+		go func() { errs <- p.RecordClick(ctx, clicks[i]) }()
+	}
+	for p.clicks.Waiting() < 100 {
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	for i := 0; i < 101; i++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	batches := b.queuedClicks(t)
+	sizes := map[int]bool{}
+	for _, batch := range batches {
+		sizes[len(batch)] = true
+	}
+	if len(batches) != 2 || !sizes[1] || !sizes[100] {
+		t.Fatalf("%d tasks, sizes %v; want one task of the first click and one of the other 100", len(batches), sizes)
+	}
+	if got := p.Stats().Batches.Load(); got != 2 {
+		t.Fatalf("%d batches written to Redis", got)
+	}
+	// Every acknowledged click has its record, readable as a pending click.
+	pending := &Pending{Redis: b.rdb, Namespace: b.ns}
+	for _, c := range append(clicks, first) {
+		got, err := pending.PendingClick(ctx, c.ID)
+		if err != nil {
+			t.Fatalf("pending click %s: %v", c.ID, err)
+		}
+		if got.ProgramID != b.programID || *got.PartnerID != b.partnerID || got.SessionID != c.SessionID || !got.OccurredAt.Equal(c.OccurredAt) {
+			t.Fatalf("pending click = %+v, want %+v", got, c)
+		}
+	}
+	ttl := b.rdb.TTL(ctx, b.ns.PendingClickKey(first.ID)).Val()
+	if ttl < 23*time.Hour || ttl > 24*time.Hour {
+		t.Fatalf("record TTL %v, want about 24 h", ttl)
+	}
+	if b.rows(t) != 0 {
+		t.Fatal("clicks reached Postgres from the edge while Redis was up")
+	}
+}
+
+func TestPendingClickNotFound(t *testing.T) {
+	b := setup(t)
+	pending := &Pending{Redis: b.rdb, Namespace: b.ns}
+	for _, id := range []string{ledger.NewClickID(time.Now()), "user_42", ""} {
+		if _, err := pending.PendingClick(context.Background(), id); ledger.ErrorCode(err) != ledger.ENotFound {
+			t.Fatalf("PendingClick(%q) = %v, want not found", id, err)
+		}
+	}
+	if _, err := (&Pending{Redis: deadRedis(t), Namespace: b.ns}).PendingClick(context.Background(), ledger.NewClickID(time.Now())); err == nil ||
+		ledger.ErrorCode(err) == ledger.ENotFound {
+		t.Fatalf("Redis down is not 'not found': %v", err)
+	}
+}
+
+func TestRedisDownDivertsWholeBatchToPostgres(t *testing.T) {
+	b := setup(t)
+	p := b.pipeline(deadRedis(t), b.store)
+	started, release := hold(p)
+	ctx := context.Background()
+	errs := make(chan error, 21)
+	go func() { errs <- p.RecordClick(ctx, b.click(0)) }()
+	<-started
+	for i := 1; i <= 20; i++ {
+		go func() { errs <- p.RecordClick(ctx, b.click(i)) }()
+	}
+	for p.clicks.Waiting() < 20 {
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	for i := 0; i < 21; i++ {
+		if err := <-errs; err != nil {
+			t.Fatalf("a click failed although Postgres took the batch: %v", err)
+		}
+	}
+	// Every acknowledged click is in Postgres, written by the edge.
+	if n := b.rows(t); n != 21 {
+		t.Fatalf("%d rows, want 21", n)
+	}
+	if d := p.Stats().Diverted.Load(); d != 2 {
+		t.Fatalf("%d batches diverted, want 2", d)
+	}
+}
+
+func TestBreakerOpensAndSkipsRedis(t *testing.T) {
+	b := setup(t)
+	p := b.pipeline(deadRedis(t), b.store)
+	ctx := context.Background()
+	for i := 0; i < 5; i++ { // five consecutive Redis failures open it
+		if err := p.RecordClick(ctx, b.click(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := p.cfg.Breaker.State(); st != gobreaker.StateOpen {
+		t.Fatalf("breaker %s after five failures", st)
+	}
+	if err := p.Ready(ctx); err == nil {
+		t.Fatal("Ready reports no open breaker")
+	}
+	// While open, batches go straight to Postgres.
+	before := p.cfg.Breaker.Counts()
+	if err := p.RecordClick(ctx, b.click(5)); err != nil {
+		t.Fatal(err)
+	}
+	if after := p.cfg.Breaker.Counts(); after.Requests != before.Requests {
+		t.Fatal("Redis was tried while the breaker was open")
+	}
+	if n := b.rows(t); n != 6 {
+		t.Fatalf("%d rows, want 6", n)
+	}
+}
+
+func TestBothDownFailsTheBatchAndAcknowledgesNothing(t *testing.T) {
+	b := setup(t)
+	closed, err := postgres.Open(context.Background(), b.db.URL, postgres.PoolConfig{MaxConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed.Close()
+	p := b.pipeline(deadRedis(t), postgres.NewTrafficStore(closed))
+	started, release := hold(p)
+	ctx := context.Background()
+	errs := make(chan error, 11)
+	go func() { errs <- p.RecordClick(ctx, b.click(0)) }()
+	<-started
+	for i := 1; i <= 10; i++ {
+		go func() { errs <- p.RecordClick(ctx, b.click(i)) }()
+	}
+	for p.clicks.Waiting() < 10 {
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	for i := 0; i < 11; i++ {
+		if err := <-errs; err == nil {
+			t.Fatal("a click was acknowledged that neither Redis nor Postgres stored")
+		}
+	}
+	if n := b.rows(t); n != 0 {
+		t.Fatalf("%d rows", n)
+	}
+	if f := p.Stats().Failed.Load(); f != 2 {
+		t.Fatalf("%d batches failed, want 2", f)
+	}
+}
+
+func TestVisitsQueuedAsOneTaskPerBatch(t *testing.T) {
+	b := setup(t)
+	p := b.pipeline(nil, b.store)
+	id := ledger.NewClickID(time.Now())
+	at, _ := ledger.ClickTime(id)
+	v := &ledger.Visit{ID: id, OccurredAt: at, ProgramID: b.programID, PageURL: "https://p.example/"}
+	if err := p.RecordVisit(context.Background(), v); err != nil {
+		t.Fatal(err)
+	}
+	infos, err := asynq.NewInspectorFromRedisClient(b.rdb).ListPendingTasks(b.ns.Queue(tasks.QueueVisits))
+	if err != nil || len(infos) != 1 {
+		t.Fatalf("visit tasks: %v, %v", infos, err)
+	}
+	visits, err := tasks.DecodeVisitBatch(asynq.NewTask(infos[0].Type, infos[0].Payload))
+	if err != nil || len(visits) != 1 || visits[0].ID != v.ID || visits[0].PageURL != v.PageURL || !visits[0].OccurredAt.Equal(at) {
+		t.Fatalf("visits %+v, %v", visits, err)
+	}
+}
+
+func BenchmarkClickPipeline(b *testing.B) {
+	rdb := redistest.Client(b)
+	ns := redistest.Namespace(b, rdb)
+	p := New(Config{Redis: rdb, Queue: asynq.NewClientFromRedisClient(rdb), Namespace: ns,
+		Breaker: tasks.NewRedisBreaker("bench", nil), Logger: quiet, PendingTTL: time.Minute})
+	partner, link := int64(1), int64(1)
+	b.SetParallelism(32) // 64 concurrent requests on two cores
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			id := ledger.NewClickID(time.Now())
+			at, _ := ledger.ClickTime(id)
+			c := &ledger.Click{ID: id, OccurredAt: at, ProgramID: 1, PartnerID: &partner, LinkID: &link,
+				PageURL: "https://shop.example/landing?aff=pat", IP: "203.0.113.7", UserAgent: "Mozilla/5.0", DeviceType: "desktop"}
+			if err := p.RecordClick(context.Background(), c); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.ReportMetric(float64(p.Stats().Batches.Load()), "batches")
+}
