@@ -1,0 +1,47 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+func env(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func TestLoadDefaults(t *testing.T) {
+	c, err := Load(env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.DatabaseURL != DefaultDatabaseURL || c.RedisURL != DefaultRedisURL || c.ListenAddr != ":8080" ||
+		c.PublicBaseURL != "http://localhost:8080" || c.BrandPrefix != "svc" || c.RateLimitStore != "memory" ||
+		!c.PlatformFeePercent.IsZero() || c.WebhookAllowPrivateTarget || !c.OpsQueuesReadOnly || c.OperatorToken != "" {
+		t.Fatalf("defaults = %+v", c)
+	}
+}
+
+func TestLoadReportsEveryError(t *testing.T) {
+	_, err := Load(env(map[string]string{
+		"DATABASE_URL":         "mysql://x",
+		"TRUSTED_PROXIES":      "10.0.0.0/99",
+		"RATE_LIMIT_STORE":     "disk",
+		"PLATFORM_FEE_PERCENT": "-1",
+		"OIDC_ISSUER_URL":      "https://issuer.example",
+	}))
+	if err == nil {
+		t.Fatal("invalid configuration accepted")
+	}
+	for _, name := range []string{"DATABASE_URL", "TRUSTED_PROXIES", "RATE_LIMIT_STORE", "PLATFORM_FEE_PERCENT", "OIDC_CLIENT_ID"} {
+		if !strings.Contains(err.Error(), name) {
+			t.Errorf("error does not name %s: %v", name, err)
+		}
+	}
+}
+
+func TestRedacted(t *testing.T) {
+	got := Redacted("postgres://app:s3cret@db:5432/pt")
+	if strings.Contains(got, "s3cret") {
+		t.Fatalf("password not redacted: %s", got)
+	}
+}

@@ -1,0 +1,489 @@
+// Package service assembles the service's processes from configuration:
+// it opens Postgres and Redis (failing fast with one line that names the
+// variable to fix), builds the ledger services, the edge and the worker.
+// The binaries in cmd only parse flags and call it.
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/hibiken/asynqmon"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+	"github.com/sony/gobreaker/v2"
+
+	"github.com/partnertrack/partnertrack/cmd/internal/config"
+	"github.com/partnertrack/partnertrack/cmd/internal/metrics"
+	"github.com/partnertrack/partnertrack/ingest"
+	"github.com/partnertrack/partnertrack/ingest/enrich"
+	"github.com/partnertrack/partnertrack/ingest/linkcache"
+	"github.com/partnertrack/partnertrack/ingest/oidc"
+	"github.com/partnertrack/partnertrack/ingest/traffic"
+	"github.com/partnertrack/partnertrack/ledger"
+	"github.com/partnertrack/partnertrack/ledger/postgres"
+	"github.com/partnertrack/partnertrack/migrations"
+	"github.com/partnertrack/partnertrack/notify"
+	"github.com/partnertrack/partnertrack/ratelimit"
+	"github.com/partnertrack/partnertrack/workers"
+	"github.com/partnertrack/partnertrack/workers/tasks"
+)
+
+// NewLogger returns the process logger: structured, to stderr.
+func NewLogger(cfg config.Config) *slog.Logger {
+	var level slog.Level
+	level.UnmarshalText([]byte(cfg.LogLevel))
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.LogFormat == "text" {
+		return slog.New(slog.NewTextHandler(os.Stderr, opts))
+	}
+	return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+}
+
+// Backends are the connections every process holds.
+type Backends struct {
+	Config    config.Config
+	Logger    *slog.Logger
+	DB        *postgres.DB
+	Redis     *redis.Client
+	Asynq     *asynq.Client
+	Namespace tasks.Namespace
+	enqueuer  *tasks.Enqueuer
+
+	identityOnce sync.Once
+	identity     ledger.IdentityVerifier
+	closers      []func() // of what Edge started, run by Close before the connections close
+}
+
+const connectTimeout = 5 * time.Second
+
+// Open connects to Postgres and Redis and checks that the schema is
+// current. Each failure is one line naming the variable to fix.
+func Open(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Backends, error) {
+	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	db, err := postgres.Open(cctx, cfg.DatabaseURL, postgres.DefaultPool)
+	if err != nil {
+		hint := "set DATABASE_URL"
+		if strings.Contains(err.Error(), "does not exist") {
+			hint = "run `partnerctl migrate` (it creates the database) or set DATABASE_URL"
+		}
+		return nil, fmt.Errorf("cannot reach Postgres at %s (%v); %s", config.Redacted(cfg.DatabaseURL), err, hint)
+	}
+	if err := migrations.CheckCurrent(cctx, db.DB.DB); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("%v (DATABASE_URL=%s)", err, config.Redacted(cfg.DatabaseURL))
+	}
+	rdb, err := OpenRedis(cctx, cfg.RedisURL)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	b := &Backends{
+		Config:    cfg,
+		Logger:    logger,
+		DB:        db,
+		Redis:     rdb,
+		Asynq:     asynq.NewClientFromRedisClient(rdb),
+		Namespace: tasks.Namespace(cfg.QueueNamespace),
+	}
+	b.enqueuer = &tasks.Enqueuer{
+		Client:    b.Asynq,
+		Namespace: b.Namespace,
+		Breaker:   tasks.NewRedisBreaker("outbox-enqueue", b.logBreaker),
+	}
+	return b, nil
+}
+
+// OpenRedis connects to Redis with request deadlines honoured.
+func OpenRedis(ctx context.Context, rawURL string) (*redis.Client, error) {
+	opts, err := redis.ParseURL(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("invalid REDIS_URL %s (%v); set REDIS_URL", config.Redacted(rawURL), err)
+	}
+	opts.ContextTimeoutEnabled = true
+	rdb := redis.NewClient(opts)
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		rdb.Close()
+		return nil, fmt.Errorf("cannot reach Redis at %s (%v); set REDIS_URL", config.Redacted(rawURL), err)
+	}
+	return rdb, nil
+}
+
+// Close releases the connections. The asynq client shares the Redis
+// connection and is closed with it.
+func (b *Backends) Close() error {
+	for i := len(b.closers) - 1; i >= 0; i-- {
+		b.closers[i]()
+	}
+	return errors.Join(b.Redis.Close(), b.DB.Close())
+}
+
+// Edge builds the HTTP edge over the backends: the link cache (subscribed
+// to invalidations), the click and visit pipeline behind its breaker, and
+// the optional MaxMind database.
+func (b *Backends) Edge(ctx context.Context) (*ingest.Server, error) {
+	var geo *enrich.GeoDB
+	if path := b.Config.GeoIPDBPath; path != "" {
+		var err error
+		if geo, err = enrich.OpenGeoDB(path); err != nil {
+			return nil, fmt.Errorf("cannot open the MaxMind database %s (%v); set GEOIP_DB_PATH", path, err)
+		}
+		b.closers = append(b.closers, func() { geo.Close() })
+	}
+	trafficStore := postgres.NewTrafficStore(b.DB)
+	cache := linkcache.New(trafficStore, b.Redis, b.Namespace.Key(linkcache.Channel), linkcache.Options{Logger: b.Logger})
+	sctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	if err := cache.Start(sctx); err != nil {
+		return nil, fmt.Errorf("%v; set REDIS_URL", err)
+	}
+	b.closers = append(b.closers, cache.Close)
+	trafficBreaker := tasks.NewRedisBreaker("traffic-queue", b.logBreaker)
+	pipeline := traffic.New(traffic.Config{
+		Redis:     b.Redis,
+		Queue:     b.Asynq,
+		Namespace: b.Namespace,
+		Breaker:   trafficBreaker,
+		Store:     trafficStore,
+		Logger:    b.Logger,
+	})
+	programs := postgres.NewProgramService(b.DB)
+	balances := postgres.NewBalanceService(b.DB)
+	accounts := postgres.NewAccountService(b.DB)
+	outbox := postgres.NewOutbox(b.DB, b.Enqueuer())
+	reg, requests := b.edgeMetrics(outbox, func() map[string]gobreaker.State {
+		return map[string]gobreaker.State{trafficBreaker.Name(): trafficBreaker.State()}
+	})
+	var store ratelimit.Store = ratelimit.NewMemory(200_000)
+	if b.Config.RateLimitStore == "redis" {
+		store = ratelimit.NewRedis(b.Redis, "partnertrack:")
+	}
+	// Leads and sales also resolve clicks still in the queue, from the
+	// record the edge writes with each click batch; both relay the brand
+	// webhooks they write right after commit.
+	leads := postgres.NewLeadService(b.DB, b.PendingClicks()).WithRelay(outbox, b.Logger)
+	sales := postgres.NewSaleService(b.DB, postgres.SaleOptions{
+		PlatformFeePercent: b.Config.PlatformFeePercent,
+		Pending:            b.PendingClicks(),
+		Logger:             b.Logger,
+		Relay:              outbox,
+	})
+	cli := postgres.NewCLIService(b.DB)
+	return ingest.New(ingest.Config{
+		PublicBaseURL:       b.Config.PublicBaseURL,
+		OperatorToken:       b.Config.OperatorToken,
+		TrustedProxies:      b.Config.TrustedProxies,
+		BrandPrefix:         b.Config.BrandPrefix,
+		StripeWebhookSecret: b.Config.StripeWebhookSecret,
+		OIDCIssuerURL:       b.Config.OIDCIssuerURL,
+		OIDCClientID:        b.Config.OIDCClientID,
+		// The asynq dashboard is read-only unless OPS_QUEUES_READONLY=false.
+		OpsQueuesWritable: !b.Config.OpsQueuesReadOnly,
+	}, ingest.Services{
+		Programs:      programs,
+		Keys:          programs,
+		Accounts:      accounts,
+		Partners:      postgres.NewPartnerService(b.DB),
+		Leads:         leads,
+		Sales:         sales,
+		Refunds:       postgres.NewRefundService(b.DB, outbox, b.Logger),
+		Commissions:   balances,
+		Balances:      balances,
+		Notifications: postgres.NewNotificationStore(b.DB),
+		SignIn:        accounts,
+		Events:        postgres.NewEventService(b.DB),
+		Settings:      programs,
+		Identity:      b.IdentityVerifier(),
+		CLILogin:      cli,
+		CLI:           cli,
+		Synthetic:     b.Synthetic(leads, sales, cache, pipeline),
+		Readiness:     postgres.NewReadinessService(b.DB),
+		Analytics:     postgres.NewAnalyticsService(b.DB),
+		Tracking:      cache,
+		TrackingCache: cache,
+		Traffic:       pipeline,
+		Webhooks:      postgres.NewWebhookService(b.DB, &notify.Guard{AllowPrivate: b.Config.WebhookAllowPrivateTarget}),
+		Agents:        postgres.NewAgentService(b.DB),
+		// The edge only stores and queues processor events.
+		Processor: postgres.NewProcessorService(b.DB, postgres.ProcessorOptions{Enqueuer: b.Enqueuer(), Logger: b.Logger}),
+	}, ingest.Options{
+		Limiter:  ratelimit.New(store, nil),
+		Logger:   b.Logger,
+		GeoDB:    geo,
+		Requests: requests,
+		Metrics:  metrics.Handler(reg),
+		Queues:   b.queuesDashboard(),
+		// A settings change drops the program's cached facts on every
+		// edge instance before the next tracking call.
+		ProgramChanged: func(ctx context.Context, programID int64) {
+			if err := cache.InvalidateProgram(ctx, programID); err != nil {
+				b.Logger.Warn("program cache invalidation not published", "program_id", programID, "err", err)
+			}
+		},
+		Checks: map[string]ingest.Check{
+			"postgres":      b.DB.PingContext,
+			"redis":         func(ctx context.Context) error { return b.Redis.Ping(ctx).Err() },
+			"queue_breaker": pipeline.Ready,
+		},
+	}), nil
+}
+
+// PendingClicks reads the click:<id> records of clicks acknowledged by an
+// edge whose batch may not have reached Postgres yet; the lead, sale and
+// processor services resolve click ids with it.
+func (b *Backends) PendingClicks() ledger.PendingClicks {
+	return &traffic.Pending{Redis: b.Redis, Namespace: b.Namespace}
+}
+
+// Synthetic runs the CLI's test events and synthetic chains through the
+// click endpoint's link cache and click pipeline and the given lead and
+// sale services, with the chain's cap in Redis (shared by every edge
+// instance).
+func (b *Backends) Synthetic(leads ledger.LeadService, sales ledger.SaleService, links *linkcache.Cache, clicks *traffic.Pipeline) *ledger.Synthetic {
+	return &ledger.Synthetic{
+		Store:     postgres.NewSyntheticStore(b.DB),
+		Cap:       ratelimit.NewCap(b.Redis, b.Namespace.Key("partnertrack:"), ledger.ChainCapRuns, ledger.ChainCapWindow, nil),
+		Links:     links,
+		LinkCache: links,
+		Clicks:    clicks,
+		Leads:     leads,
+		Sales:     sales,
+		Logger:    b.Logger,
+	}
+}
+
+// IdentityVerifier is the sign-in provider's id_token verifier that
+// dashboard sign-in and the CLI login callback share, or nil when
+// OIDC_ISSUER_URL is unset (sign-in then answers 503). The provider is
+// discovered on first use, so the edge starts while it is unreachable.
+func (b *Backends) IdentityVerifier() ledger.IdentityVerifier {
+	b.identityOnce.Do(func() {
+		if b.Config.OIDCIssuerURL != "" {
+			b.identity = oidc.New(oidc.Config{IssuerURL: b.Config.OIDCIssuerURL, ClientID: b.Config.OIDCClientID})
+		}
+	})
+	return b.identity
+}
+
+// edgeMetrics builds the edge's Prometheus registry: requests by route,
+// the queues' depth and task outcomes (read from asynq), the outbox lag and
+// the Redis breakers (the outbox's, and those breakers gives).
+func (b *Backends) edgeMetrics(outbox *postgres.Outbox, breakers metrics.BreakerStates) (*prometheus.Registry, *metrics.HTTP) {
+	reg := metrics.NewRegistry()
+	requests := metrics.NewHTTP(reg)
+	queues := make([]string, 0, len(tasks.AllQueues))
+	for q := range tasks.AllQueues {
+		queues = append(queues, b.Namespace.Queue(q))
+	}
+	slices.Sort(queues)
+	reg.MustRegister(
+		metrics.NewQueueCollector(asynq.NewInspectorFromRedisClient(b.Redis), queues),
+		metrics.NewOutboxCollector(func(ctx context.Context) (int64, time.Time, error) {
+			bl, err := outbox.Backlog(ctx)
+			return bl.Unsent, bl.Oldest, err
+		}, nil, b.Logger),
+		metrics.NewBreakerCollector(b.breakerStates, breakers),
+	)
+	return reg, requests
+}
+
+func (b *Backends) breakerStates() map[string]gobreaker.State {
+	return map[string]gobreaker.State{b.enqueuer.Breaker.Name(): b.enqueuer.Breaker.State()}
+}
+
+// queuesDashboard is the asynq dashboard (asynqmon) the edge serves at
+// /ops/queues behind the operator token; nil without an operator token.
+// It holds Redis connections of its own, closed with the backends.
+func (b *Backends) queuesDashboard() http.Handler {
+	if b.Config.OperatorToken == "" {
+		return nil
+	}
+	conn, err := asynq.ParseRedisURI(b.Config.RedisURL)
+	if err != nil {
+		b.Logger.Warn("asynq dashboard disabled: REDIS_URL not understood by asynq", "err", err)
+		return nil
+	}
+	h := asynqmon.New(asynqmon.Options{RootPath: "/ops/queues", RedisConnOpt: conn, ReadOnly: b.Config.OpsQueuesReadOnly})
+	b.closers = append(b.closers, func() { h.Close() })
+	return h
+}
+
+// Enqueuer is the asynq side of the transactional outbox, behind a
+// circuit breaker.
+func (b *Backends) Enqueuer() *tasks.Enqueuer { return b.enqueuer }
+
+func (b *Backends) logBreaker(name string, from, to gobreaker.State) {
+	b.Logger.Warn("circuit breaker changed state", "breaker", name, "from", from.String(), "to", to.String())
+}
+
+// Worker is an asynq server and, in one process of the deployment, the
+// scheduler.
+type Worker struct {
+	server      *asynq.Server
+	mux         *asynq.ServeMux
+	scheduler   *asynq.Scheduler
+	startup     func() error
+	metricsAddr string
+	metrics     *http.Server
+	listener    net.Listener
+	served      chan error
+}
+
+// WorkerOptions select what a worker process runs.
+type WorkerOptions struct {
+	Queues      string // comma-separated queue names, or "all"
+	Concurrency int
+	Scheduler   bool
+	// MetricsAddr, when set, is where the worker serves its Prometheus
+	// metrics (task outcomes, webhook deliveries, breaker states).
+	MetricsAddr string
+	// Retry and DelayedTaskCheckInterval override the retry policy (tests).
+	Retry                    workers.RetryPolicy
+	DelayedTaskCheckInterval time.Duration
+}
+
+// Worker builds a worker over the backends.
+func (b *Backends) Worker(opts WorkerOptions) (*Worker, error) {
+	queues, err := b.Namespace.Queues(opts.Queues)
+	if err != nil {
+		return nil, err
+	}
+	reg := metrics.NewRegistry()
+	webhookMetrics := metrics.NewWebhooks(reg)
+	sender := notify.NewSender(notify.SenderConfig{
+		Store:     postgres.NewWebhookService(b.DB, nil),
+		Guard:     &notify.Guard{AllowPrivate: b.Config.WebhookAllowPrivateTarget},
+		Logger:    b.Logger,
+		OnAttempt: webhookMetrics.Observe,
+	})
+	reg.MustRegister(metrics.NewBreakerCollector(b.breakerStates, sender.BreakerStates))
+	outbox := postgres.NewOutbox(b.DB, b.Enqueuer())
+	processor := postgres.NewProcessorService(b.DB, postgres.ProcessorOptions{
+		Enqueuer: b.Enqueuer(),
+		// Click ids in payment metadata also resolve clicks still in the
+		// queue, from the record the edge writes with each click batch.
+		Pending:            b.PendingClicks(),
+		Leads:              postgres.NewLeadService(b.DB, b.PendingClicks()).WithRelay(outbox, b.Logger),
+		Relay:              outbox,
+		PlatformFeePercent: b.Config.PlatformFeePercent,
+		BrandPrefix:        b.Config.BrandPrefix,
+		Logger:             b.Logger,
+	})
+	w := &Worker{
+		server: workers.NewServer(b.Redis, workers.ServerConfig{
+			Queues: queues, Concurrency: opts.Concurrency, Logger: b.Logger,
+			Retry: opts.Retry, DelayedTaskCheckInterval: opts.DelayedTaskCheckInterval,
+		}),
+		mux: workers.NewMux(workers.Handlers{
+			Outbox:         outbox,
+			Housekeeper:    postgres.NewHousekeeper(b.DB),
+			Commissions:    postgres.NewBalanceService(b.DB),
+			Inbox:          &notify.Inbox{Store: postgres.NewNotificationStore(b.DB)},
+			Processor:      processor,
+			ProcessorInbox: processor,
+			Traffic:        postgres.NewTrafficStore(b.DB),
+			Webhooks:       sender,
+			Logger:         b.Logger,
+		}),
+	}
+	w.mux.Use(metrics.NewTasks(reg, notify.IsBreakerOpen).Middleware)
+	if opts.MetricsAddr != "" {
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", metrics.Handler(reg))
+		w.metricsAddr = opts.MetricsAddr
+		w.metrics = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	}
+	if opts.Scheduler {
+		// The scheduler gets a connection of its own: asynq closes it on
+		// shutdown and refuses to close a shared one.
+		conn, err := asynq.ParseRedisURI(b.Config.RedisURL)
+		if err != nil {
+			return nil, err
+		}
+		if w.scheduler, err = workers.NewScheduler(conn, b.Namespace, b.Logger); err != nil {
+			return nil, err
+		}
+		w.startup = func() error {
+			// Prepare partitions now rather than an hour after start.
+			_, err := b.Asynq.Enqueue(tasks.NewPartitionsEnsureTask(), asynq.Queue(b.Namespace.Queue(tasks.QueueMaintenance)))
+			return err
+		}
+	}
+	return w, nil
+}
+
+// Start runs the server (and scheduler) in the background.
+func (w *Worker) Start() error {
+	if w.metrics != nil {
+		ln, err := net.Listen("tcp", w.metricsAddr)
+		if err != nil {
+			return fmt.Errorf("listen on %s: %v; set --metrics-addr", w.metricsAddr, err)
+		}
+		w.listener = ln
+	}
+	if err := w.server.Start(w.mux); err != nil {
+		w.stopMetrics()
+		return err
+	}
+	if w.metrics != nil {
+		w.served = make(chan error, 1)
+		go func() { w.served <- w.metrics.Serve(w.listener) }()
+	}
+	if w.scheduler != nil {
+		if err := w.scheduler.Start(); err != nil {
+			w.server.Shutdown()
+			w.stopMetrics()
+			return err
+		}
+		if err := w.startup(); err != nil {
+			w.Shutdown()
+			return err
+		}
+	}
+	return nil
+}
+
+// Shutdown stops the scheduler, then lets running tasks finish (asynq
+// waits for them up to its shutdown timeout and requeues the rest).
+func (w *Worker) Shutdown() {
+	if w.scheduler != nil {
+		w.scheduler.Shutdown()
+	}
+	w.server.Shutdown()
+	w.stopMetrics()
+}
+
+// stopMetrics stops serving metrics (or closes the listener that never
+// served).
+func (w *Worker) stopMetrics() {
+	switch {
+	case w.served != nil:
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		w.metrics.Shutdown(ctx)
+		<-w.served
+		w.served = nil
+	case w.listener != nil:
+		w.listener.Close()
+	}
+}
+
+// MetricsAddr is the address the worker's metrics are served on ("" when
+// not served).
+func (w *Worker) MetricsAddr() string {
+	if w.listener == nil {
+		return ""
+	}
+	return w.listener.Addr().String()
+}

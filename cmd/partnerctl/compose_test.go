@@ -1,0 +1,113 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/partnertrack/partnertrack/cmd/internal/config"
+	"github.com/partnertrack/partnertrack/workers/tasks"
+)
+
+type composeFile struct {
+	Services map[string]struct {
+		Image       string            `yaml:"image"`
+		Command     []string          `yaml:"command"`
+		Entrypoint  []string          `yaml:"entrypoint"`
+		Environment map[string]string `yaml:"environment"`
+	} `yaml:"services"`
+}
+
+// TestComposeFile checks docker-compose.yml without a Docker engine: the
+// services the contract names are there, every worker queue is served,
+// exactly one process runs the scheduler, Redis keeps an AOF, and every
+// variable the app services set is one the configuration reads. Where a
+// compose client is installed it also validates the file.
+func TestComposeFile(t *testing.T) {
+	raw, err := os.ReadFile("../../docker-compose.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f composeFile
+	if err := yaml.Unmarshal(raw, &f); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"postgres", "redis", "migrate", "edge"} {
+		if _, ok := f.Services[name]; !ok {
+			t.Errorf("service %s missing", name)
+		}
+	}
+	if cmd := strings.Join(f.Services["redis"].Command, " "); !strings.Contains(cmd, "--appendonly yes") {
+		t.Errorf("redis runs without AOF: %q", cmd)
+	}
+	if ep := strings.Join(f.Services["migrate"].Entrypoint, " "); !strings.HasSuffix(ep, "partnerctl migrate") {
+		t.Errorf("migrate service runs %q", ep)
+	}
+	served := map[string]bool{}
+	schedulers := 0
+	for _, svc := range f.Services {
+		ep := svc.Entrypoint
+		if len(ep) == 0 || !strings.HasSuffix(ep[0], "/worker") {
+			continue
+		}
+		args := strings.Join(ep[1:], " ")
+		if !strings.Contains(args, "--scheduler=false") {
+			schedulers++
+		}
+		for i, a := range ep {
+			if a == "--queues" && i+1 < len(ep) {
+				for _, q := range strings.Split(ep[i+1], ",") {
+					served[q] = true
+				}
+			}
+		}
+	}
+	for q := range tasks.AllQueues {
+		if !served[q] {
+			t.Errorf("no worker serves queue %s", q)
+		}
+	}
+	if schedulers != 1 {
+		t.Errorf("%d worker services run the scheduler, want exactly 1", schedulers)
+	}
+	known := map[string]bool{}
+	for _, k := range []string{"DATABASE_URL", "REDIS_URL", "LISTEN_ADDR", "PUBLIC_BASE_URL", "OPERATOR_TOKEN",
+		"STRIPE_WEBHOOK_SECRET", "OIDC_ISSUER_URL", "OIDC_CLIENT_ID", "TRUSTED_PROXIES", "BRAND_PREFIX",
+		"RATE_LIMIT_STORE", "GEOIP_DB_PATH", "PLATFORM_FEE_PERCENT", "WEBHOOK_ALLOW_PRIVATE_TARGETS",
+		"OPS_QUEUES_READONLY", "LOG_LEVEL", "LOG_FORMAT", "QUEUE_NAMESPACE"} {
+		known[k] = true
+	}
+	env := f.Services["edge"].Environment
+	for k := range env {
+		if !known[k] {
+			t.Errorf("edge sets %s, which the configuration does not read", k)
+		}
+	}
+	if _, err := config.Load(func(k string) string {
+		if strings.HasPrefix(env[k], "${") {
+			return ""
+		}
+		return env[k]
+	}); err != nil {
+		t.Errorf("compose environment does not load: %v", err)
+	}
+
+	for _, client := range [][]string{{"docker", "compose", "config", "-q"}, {"docker-compose", "config", "-q"}} {
+		if _, err := exec.LookPath(client[0]); err != nil {
+			continue
+		}
+		cmd := exec.Command(client[0], client[1:]...)
+		cmd.Dir = "../.."
+		out, err := cmd.CombinedOutput()
+		if err != nil && strings.Contains(string(out), "unknown") && client[0] == "docker" {
+			continue // a docker client without the compose plugin
+		}
+		if err != nil {
+			t.Errorf("%s: %v\n%s", strings.Join(client, " "), err, out)
+		}
+		return
+	}
+}

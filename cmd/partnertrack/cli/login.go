@@ -1,0 +1,146 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/partnertrack/partnertrack/cmd/partnertrack/api"
+)
+
+// maxPollFailures is how many polls in a row may fail on the server's side
+// before login gives up.
+const maxPollFailures = 3
+
+func (a *app) loginCommand() *cobra.Command {
+	var force, noBrowser bool
+	cmd := &cobra.Command{
+		Use:   "login",
+		Short: "Sign in through the browser and keep the login token in your config directory",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.login(cmd.Context(), force, noBrowser)
+		},
+	}
+	cmd.Flags().BoolVar(&force, "force", false, "sign in again even when already logged in")
+	cmd.Flags().BoolVar(&noBrowser, "no-browser", false, "only print the link, do not open a browser")
+	return cmd
+}
+
+func (a *app) login(ctx context.Context, force, noBrowser bool) error {
+	if !force {
+		c, err := a.readCredentials()
+		if err != nil {
+			return err
+		}
+		if c != nil && c.APIURL == a.apiURL && c.Token != "" && a.env.Now().Before(c.ExpiresAt) {
+			if a.json {
+				return a.printJSON(map[string]any{"logged_in": true, "already": true, "email": c.Email, "advertiser_id": c.AdvertiserID})
+			}
+			fmt.Fprintf(a.env.Stdout, "Already logged in to %s as %s. Run partnertrack login --force to sign in again.\n", a.apiURL, c.Email)
+			return nil
+		}
+	}
+	client := a.client()
+	start, err := client.StartLogin(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(a.env.Stderr, "Open this link to sign in (it works until %s):\n\n  %s\n\n",
+		start.ExpiresAt.Local().Format("15:04:05"), start.AuthURL)
+	if a.env.OpenBrowser != nil && !noBrowser {
+		if err := a.env.OpenBrowser(start.AuthURL); err != nil {
+			fmt.Fprintln(a.env.Stderr, "(Could not open a browser: open the link yourself.)")
+		}
+	}
+	spin := startSpinner(a.env.Stderr, "Waiting for you to sign in in the browser…", !a.json)
+	poll, err := a.pollLogin(ctx, client, start)
+	spin.stop()
+	if err != nil {
+		return err
+	}
+	creds := &Credentials{
+		APIURL: a.apiURL, Token: poll.Token, Email: poll.Email, UserID: poll.UserID,
+		AdvertiserID: poll.AdvertiserID, ExpiresAt: poll.ExpiresAt.UTC(), CreatedAt: a.env.Now().UTC(),
+	}
+	path, err := a.writeCredentials(creds)
+	if err != nil {
+		return err
+	}
+	if a.json {
+		return a.printJSON(map[string]any{"logged_in": true, "email": poll.Email, "advertiser_id": poll.AdvertiserID,
+			"expires_at": creds.ExpiresAt, "credentials": path})
+	}
+	fmt.Fprintf(a.env.Stdout, "Logged in as %s.\n", poll.Email)
+	if poll.AdvertiserID != nil {
+		fmt.Fprintf(a.env.Stdout, "Advertiser (workspace): %d\n", *poll.AdvertiserID)
+	} else {
+		fmt.Fprintln(a.env.Stdout, "You own or administer no workspace yet: ask the operator to create one for your email before partnertrack init.")
+	}
+	fmt.Fprintf(a.env.Stdout, "Login saved to %s (valid until %s).\n", path, creds.ExpiresAt.Format("2006-01-02"))
+	return nil
+}
+
+// pollLogin polls until the person signs in, the link expires, or ctx
+// ends. A server-side failure is retried a few times in a row.
+func (a *app) pollLogin(ctx context.Context, client *api.Client, start *api.AuthStart) (*api.AuthPoll, error) {
+	interval := a.env.PollInterval
+	failures := 0
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(interval):
+		}
+		p, err := client.PollLogin(ctx, start.State)
+		if e, ok := api.AsError(err); ok && e.ServerSide() && failures+1 < maxPollFailures {
+			failures++
+			continue
+		} else if err != nil {
+			return nil, err
+		}
+		failures = 0
+		switch p.Status {
+		case "complete":
+			if p.Token == "" {
+				return nil, &api.Error{Message: "the server completed the login without a token"}
+			}
+			return p, nil
+		case "expired":
+			return nil, userError("the login link expired before you signed in: run partnertrack login again")
+		case "pending":
+		default:
+			return nil, &api.Error{Message: "unexpected login status " + p.Status}
+		}
+		if !start.ExpiresAt.IsZero() && a.env.Now().After(start.ExpiresAt.Add(interval)) {
+			return nil, userError("the login link expired before you signed in: run partnertrack login again")
+		}
+	}
+}
+
+func (a *app) logoutCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "logout",
+		Short: "Forget the stored login",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			path, err := a.credentialsPath()
+			if err != nil {
+				return err
+			}
+			if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return &exitError{code: ExitFailure, msg: "cannot remove " + path + ": " + err.Error()}
+			}
+			if a.json {
+				return a.printJSON(map[string]any{"logged_in": false})
+			}
+			fmt.Fprintln(a.env.Stdout, "Logged out.")
+			return nil
+		},
+	}
+}

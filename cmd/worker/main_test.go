@@ -1,0 +1,71 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/partnertrack/partnertrack/ledger/postgres/pgtest"
+	"github.com/partnertrack/partnertrack/workers/redistest"
+)
+
+// TestWorkerSchedulerSweepsOutbox runs the real worker with the scheduler:
+// an outbox row that no relay sent is enqueued by the periodic sweep.
+func TestWorkerSchedulerSweepsOutbox(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	rdb := redistest.Client(t)
+	ns := redistest.Namespace(t, rdb)
+	var id int64
+	if err := db.QueryRow(`INSERT INTO outbox (task_type, queue, payload, created_at)
+		VALUES ('notification:test', 'notifications', '{}', now() - interval '1 minute') RETURNING id`).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	future := "clicks_" + time.Now().UTC().AddDate(0, 3, 0).Format("2006_01")
+	if _, err := db.Exec(`DROP TABLE ` + future); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"DATABASE_URL": db.URL, "REDIS_URL": redistest.URL(), "QUEUE_NAMESPACE": string(ns), "LOG_LEVEL": "error"}
+	m := NewMain()
+	if err := m.ParseFlags([]string{"--queues", "maintenance", "--concurrency", "2"}, func(k string) string { return env[k] }); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var sent bool
+		db.QueryRow(`SELECT sent_at IS NOT NULL FROM outbox WHERE id = $1`, id).Scan(&sent)
+		if sent {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the scheduled sweep did not send the outbox row within 20 s")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	// The partitions of the coming months were prepared at start.
+	var exists bool
+	db.QueryRow(`SELECT to_regclass($1) IS NOT NULL`, future).Scan(&exists)
+	if !exists {
+		t.Fatalf("partition %s not prepared", future)
+	}
+}
+
+func TestWorkerRefusesUnknownQueue(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	m := NewMain()
+	env := map[string]string{"DATABASE_URL": db.URL}
+	if err := m.ParseFlags([]string{"--queues", "clicks,nope"}, func(k string) string { return env[k] }); err != nil {
+		t.Fatal(err)
+	}
+	err := m.Run(context.Background())
+	if err == nil || !strings.Contains(err.Error(), `unknown queue "nope"`) {
+		t.Fatalf("err = %v", err)
+	}
+}
