@@ -122,11 +122,7 @@ func (s *Server) opBalances(c *fiber.Ctx) error {
 }
 
 func (s *Server) opCreateWithdrawal(c *fiber.Ctx) error {
-	partnerID, err := pathID(c, "id", "partner")
-	if err != nil {
-		return err
-	}
-	f, err := parseFields(c)
+	partnerID, f, err := pathIDAndFields(c, "id", "partner")
 	if err != nil {
 		return err
 	}

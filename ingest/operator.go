@@ -34,11 +34,7 @@ func (s *Server) opCreateWorkspace(c *fiber.Ctx) error {
 }
 
 func (s *Server) opAddMember(c *fiber.Ctx) error {
-	wsID, err := pathID(c, "id", "workspace")
-	if err != nil {
-		return err
-	}
-	f, err := parseFields(c)
+	wsID, f, err := pathIDAndFields(c, "id", "workspace")
 	if err != nil {
 		return err
 	}
@@ -100,11 +96,7 @@ func (s *Server) opCreateProgram(c *fiber.Ctx) error {
 }
 
 func (s *Server) opEnrollPartner(c *fiber.Ctx) error {
-	programID, err := pathID(c, "id", "program")
-	if err != nil {
-		return err
-	}
-	f, err := parseFields(c)
+	programID, f, err := pathIDAndFields(c, "id", "program")
 	if err != nil {
 		return err
 	}
@@ -123,11 +115,7 @@ func (s *Server) opEnrollPartner(c *fiber.Ctx) error {
 }
 
 func (s *Server) opCreateLink(c *fiber.Ctx) error {
-	programID, err := pathID(c, "id", "program")
-	if err != nil {
-		return err
-	}
-	f, err := parseFields(c)
+	programID, f, err := pathIDAndFields(c, "id", "program")
 	if err != nil {
 		return err
 	}
@@ -150,11 +138,7 @@ func (s *Server) opCreateLink(c *fiber.Ctx) error {
 }
 
 func (s *Server) opPatchLink(c *fiber.Ctx) error {
-	linkID, err := pathID(c, "id", "link")
-	if err != nil {
-		return err
-	}
-	f, err := parseFields(c)
+	linkID, f, err := pathIDAndFields(c, "id", "link")
 	if err != nil {
 		return err
 	}
@@ -183,11 +167,7 @@ func (s *Server) invalidateLink(c *fiber.Ctx, code string) {
 }
 
 func (s *Server) opMarkKeyRotation(c *fiber.Ctx) error {
-	programID, err := pathID(c, "id", "program")
-	if err != nil {
-		return err
-	}
-	f, err := parseFields(c)
+	programID, f, err := pathIDAndFields(c, "id", "program")
 	if err != nil {
 		return err
 	}
@@ -204,11 +184,7 @@ func (s *Server) opMarkKeyRotation(c *fiber.Ctx) error {
 }
 
 func (s *Server) opConnectProcessor(c *fiber.Ctx) error {
-	programID, err := pathID(c, "id", "program")
-	if err != nil {
-		return err
-	}
-	f, err := parseFields(c)
+	programID, f, err := pathIDAndFields(c, "id", "program")
 	if err != nil {
 		return err
 	}

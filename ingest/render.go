@@ -14,6 +14,20 @@ func ok(c *fiber.Ctx, status int, v any) error {
 	return c.Status(status).JSON(fiber.Map{"data": v})
 }
 
+// pathIDAndFields reads a positive integer path parameter and then the
+// JSON body, the prologue of every handler that changes a named resource.
+func pathIDAndFields(c *fiber.Ctx, name, what string) (int64, fields, error) {
+	id, err := pathID(c, name, what)
+	if err != nil {
+		return 0, nil, err
+	}
+	f, err := parseFields(c)
+	if err != nil {
+		return 0, nil, err
+	}
+	return id, f, nil
+}
+
 // pathID reads a positive integer path parameter; anything else names no
 // resource (404).
 func pathID(c *fiber.Ctx, name, what string) (int64, error) {
