@@ -1,0 +1,205 @@
+package postgres_test
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/partnertrack/partnertrack/ledger"
+	"github.com/partnertrack/partnertrack/ledger/postgres/pgtest"
+)
+
+// Round trips to Postgres of the hot paths, counted at the driver
+// (BEGIN and COMMIT included). A change that adds one fails here: make it
+// on purpose, and change the figure with the reason.
+const (
+	saleByKeyRoundTrips     = 20
+	saleByClickRoundTrips   = 22
+	refundCreditedRoundTrip = 20
+	refundPendingRoundTrips = 17
+)
+
+func TestHotPathRoundTrips(t *testing.T) {
+	t.Parallel()
+	db, rt := pgtest.NewCounting(t)
+	b := ledgerOn(t, bundleOn(db), "2.5")
+	w := b.MustWorld(t, programInput("recurring_percent", "30", "USD", 0, 30))
+	ctx := context.Background()
+	measure := func(t *testing.T, want int, op func() error) {
+		t.Helper()
+		rt.Reset()
+		if err := op(); err != nil {
+			t.Fatal(err)
+		}
+		if got := rt.Count(); got != want {
+			t.Fatalf("%d round trips, want %d:\n%s", got, want, strings.Join(rt.Statements(), "\n"))
+		}
+	}
+	b.MustCustomerKey(t, w, "cust_rt")
+
+	t.Run("SaleByCustomerKey", func(t *testing.T) {
+		measure(t, saleByKeyRoundTrips, func() error {
+			_, err := b.sales.RecordSale(ctx, sale{txn: "txn_rt_key", customerKey: "cust_rt", amount: 1000}.request(w.program.ID))
+			return err
+		})
+	})
+	t.Run("SaleByClickID", func(t *testing.T) {
+		click := b.MustClick(t, w, w.partnerID)
+		measure(t, saleByClickRoundTrips, func() error {
+			_, err := b.sales.RecordSale(ctx, sale{txn: "txn_rt_click", clickID: click, amount: 1000}.request(w.program.ID))
+			return err
+		})
+	})
+	t.Run("PartialRefundOfCreditedCommission", func(t *testing.T) {
+		txn, _ := b.approved(t, w, 10000)
+		measure(t, refundCreditedRoundTrip, func() error {
+			_, err := b.refunds.ApplyRefund(ctx, ledger.RefundInput{ProgramID: w.program.ID, TransactionID: txn,
+				AmountCents: 1000, RefundID: "re_rt", Source: ledger.SourceAPI})
+			return err
+		})
+	})
+	t.Run("PartialRefundOfPendingCommission", func(t *testing.T) {
+		txn, _ := b.sold(t, w, 10000)
+		measure(t, refundPendingRoundTrips, func() error {
+			_, err := b.refunds.ApplyRefund(ctx, ledger.RefundInput{ProgramID: w.program.ID, TransactionID: txn,
+				AmountCents: 1000, RefundID: "re_rt", Source: ledger.SourceAPI})
+			return err
+		})
+	})
+}
+
+// benchClients is the number of concurrent callers of the Postgres
+// benchmarks (16, as the issue's sale-shaped baseline).
+const benchClients = 16
+
+// benchPartners is how many partners the benchmarked sales and refunds
+// spread over (customer i belongs to partner i % benchPartners).
+const benchPartners = 16
+
+// benchWorld is a recurring program (every sale pays) with benchPartners
+// enrolled partners and customers whose leads settled, so that each
+// benchmarked sale writes a commission.
+func benchWorld(b *testing.B, customers int) (*ledgerBundle, []saleWorld, []string) {
+	b.Helper()
+	lb := ledgerOn(b, bundleOn(pgtest.New(b)), "2.5")
+	worlds := []saleWorld{lb.MustWorld(b, programInput("recurring_percent", "30", "USD", 0, 30))}
+	for len(worlds) < benchPartners {
+		worlds = append(worlds, lb.anotherPartner(b, worlds[0]))
+	}
+	keys := make([]string, customers)
+	for i := range keys {
+		keys[i] = "cust_bench_" + strconv.Itoa(i)
+		lb.MustCustomerKey(b, worlds[i%benchPartners], keys[i])
+	}
+	return lb, worlds, keys
+}
+
+// anotherPartner enrolls one more partner, with a link, in w's program.
+func (b *ledgerBundle) anotherPartner(tb testing.TB, w saleWorld) saleWorld {
+	tb.Helper()
+	ctx := context.Background()
+	n := strconv.FormatInt(worldSeq.Add(1), 10)
+	partner, err := b.partners.EnrollPartner(ctx, w.program.ID, "pat"+n+"@partner.example", "Pat")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	link, err := b.partners.CreateLink(ctx, w.program.ID, partner.ID, "pat-"+n, true)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return saleWorld{program: w.program, partnerID: partner.ID, linkID: link.ID}
+}
+
+func runParallel(b *testing.B, op func(i int64) error) {
+	b.Helper()
+	var seq atomic.Int64
+	b.SetParallelism((benchClients + 1) / 2)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := op(seq.Add(1)); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
+// BenchmarkRecordSale records attributed sales by customer key, each with
+// its commission and platform fee, from 16 clients (on two cores).
+func BenchmarkRecordSale(b *testing.B) {
+	lb, worlds, keys := benchWorld(b, 64)
+	w := worlds[0]
+	ctx := context.Background()
+	runParallel(b, func(i int64) error {
+		req := sale{txn: "txn_bench_" + strconv.FormatInt(i, 10), customerKey: keys[i%int64(len(keys))], amount: 1999}
+		_, err := lb.sales.RecordSale(ctx, req.request(w.program.ID))
+		return err
+	})
+}
+
+// BenchmarkRawSaleTransaction is the ceiling BenchmarkRecordSale is
+// measured against: the issue's sale-shaped transaction (lock the
+// partner's balance, insert a sale, insert its commission, add to the
+// balance) in plain SQL, over the same 16 partners, from 16 clients.
+func BenchmarkRawSaleTransaction(b *testing.B) {
+	lb, worlds, _ := benchWorld(b, 0)
+	ctx := context.Background()
+	for _, w := range worlds {
+		if _, err := lb.db.Exec(`INSERT INTO balance_accounts (partner_id, currency) VALUES ($1, 'USD')`, w.partnerID); err != nil {
+			b.Fatal(err)
+		}
+	}
+	runParallel(b, func(i int64) error {
+		w := worlds[i%benchPartners]
+		tx, err := lb.db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		var saleID, commissionID int64
+		if _, err := tx.ExecContext(ctx, `SELECT 1 FROM balance_accounts WHERE partner_id = $1 AND currency = 'USD' FOR NO KEY UPDATE`, w.partnerID); err != nil {
+			return err
+		}
+		if err := tx.QueryRowContext(ctx, `INSERT INTO sales (program_id, partner_id, processor_event_id, amount_cents, currency, source, occurred_at)
+			VALUES ($1, $2, $3, 1999, 'USD', 'api', now()) RETURNING id`, w.program.ID, w.partnerID, "raw_"+strconv.FormatInt(i, 10)).Scan(&saleID); err != nil {
+			return err
+		}
+		if err := tx.QueryRowContext(ctx, `INSERT INTO commissions (program_id, partner_id, sale_id, currency, original_minor, amount_minor, status, approve_after)
+			VALUES ($1, $2, $3, 'USD', 600, 600, 'pending', now()) RETURNING id`, w.program.ID, w.partnerID, saleID).Scan(&commissionID); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO balance_entries (partner_id, currency, kind, amount_minor, commission_id)
+			VALUES ($1, 'USD', 'credit', 600, $2)`, w.partnerID, commissionID); err != nil {
+			return err
+		}
+		return tx.Commit()
+	})
+}
+
+// BenchmarkRefund applies partial refunds, each with its own refund id, to
+// credited commissions of 64 sales of 16 partners (every refund deducts
+// from its partner's balance), from 16 clients.
+func BenchmarkRefund(b *testing.B) {
+	lb, worlds, keys := benchWorld(b, 64)
+	w := worlds[0]
+	ctx := context.Background()
+	txns := make([]string, len(keys))
+	for i, key := range keys {
+		txns[i] = "txn_refunded_" + strconv.Itoa(i)
+		res, err := lb.sales.RecordSale(ctx, sale{txn: txns[i], customerKey: key, amount: 1_000_000_000}.request(w.program.ID))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := lb.balances.ApproveCommission(ctx, *res.CommissionID); err != nil {
+			b.Fatal(err)
+		}
+	}
+	runParallel(b, func(i int64) error {
+		_, err := lb.refunds.ApplyRefund(ctx, ledger.RefundInput{ProgramID: w.program.ID, TransactionID: txns[i%int64(len(txns))],
+			AmountCents: 7, RefundID: "re_bench_" + strconv.FormatInt(i, 10), Source: ledger.SourceAPI})
+		return err
+	})
+}
