@@ -15,8 +15,8 @@ import (
 // (BEGIN and COMMIT included). A change that adds one fails here: make it
 // on purpose, and change the figure with the reason.
 const (
-	saleByKeyRoundTrips     = 20
-	saleByClickRoundTrips   = 22
+	saleByKeyRoundTrips     = 6
+	saleByClickRoundTrips   = 8
 	refundCreditedRoundTrip = 20
 	refundPendingRoundTrips = 17
 )
