@@ -1,8 +1,34 @@
 package postgres
 
+import (
+	"context"
+
+	"github.com/partnertrack/partnertrack/ledger"
+)
+
 // Aliases of unexported helpers for the external tests of this package.
 var (
 	ResolveClick     = resolveClick
 	CustomerForClick = customerForClick
 	CustomerByKey    = customerByKey
 )
+
+// RecordSaleCareful records a sale on the careful path only (savepoints
+// around the commission and the tracking log), for tests that compare it
+// with the lean path RecordSale takes first.
+func (s *SaleService) RecordSaleCareful(ctx context.Context, req ledger.SaleRequest) (*ledger.SaleResult, error) {
+	now := s.db.now()
+	sale, err := req.Validate(now)
+	if err != nil {
+		return nil, err
+	}
+	out, msgs, err := s.recordInTransaction(ctx, *sale, now, false)
+	if err != nil {
+		return nil, err
+	}
+	s.after.send(msgs)
+	if out.answer != nil {
+		return nil, out.answer
+	}
+	return out.result, nil
+}
