@@ -22,8 +22,8 @@ import (
 const (
 	saleByKeyRoundTrips     = 6
 	saleByClickRoundTrips   = 8
-	refundCreditedRoundTrip = 20
-	refundPendingRoundTrips = 17
+	refundCreditedRoundTrip = 6
+	refundPendingRoundTrips = 5
 )
 
 func TestHotPathRoundTrips(t *testing.T) {
