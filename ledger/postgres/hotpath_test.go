@@ -323,3 +323,19 @@ func (b *ledgerBundle) saleSnapshot(tb testing.TB, w saleWorld) string {
 	}
 	return strings.Join(parts, "\n")
 }
+
+// BenchmarkAuthenticateProgramKey is the program-key lookup of every sale
+// and refund call (one indexed read; it is not cached, so that a
+// regenerated key is refused on every edge at once).
+func BenchmarkAuthenticateProgramKey(b *testing.B) {
+	lb, worlds, _ := benchWorld(b, 0)
+	ctx := context.Background()
+	key, err := lb.programs.RegenerateProgramKey(ctx, worlds[0].program.ID, ledger.LiveKey)
+	if err != nil {
+		b.Fatal(err)
+	}
+	runParallel(b, func(int64) error {
+		_, err := lb.programs.AuthenticateProgramKey(ctx, key.APIKey)
+		return err
+	})
+}
