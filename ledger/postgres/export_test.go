@@ -22,6 +22,9 @@ func (s *SaleService) RecordSaleCareful(ctx context.Context, req ledger.SaleRequ
 	if err != nil {
 		return nil, err
 	}
+	if err := s.lean.prepare(ctx); err != nil {
+		return nil, err
+	}
 	out, msgs, err := s.recordInTransaction(ctx, *sale, now, false)
 	if err != nil {
 		return nil, err

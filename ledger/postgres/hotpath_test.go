@@ -43,6 +43,11 @@ func TestHotPathRoundTrips(t *testing.T) {
 		}
 	}
 	b.MustCustomerKey(t, w, "cust_rt")
+	// Steady state: the hot statements are prepared on the connection
+	// (a new connection prepares each once, one round trip each).
+	warm, _ := b.approved(t, w, 10000)
+	b.refund(t, w, ledger.RefundInput{TransactionID: warm, AmountCents: 1000, RefundID: "re_warm"})
+	b.refund(t, w, ledger.RefundInput{TransactionID: warm, AmountCents: 1000})
 
 	t.Run("SaleByCustomerKey", func(t *testing.T) {
 		measure(t, saleByKeyRoundTrips, func() error {

@@ -17,6 +17,7 @@ type RefundService struct {
 	db     *DB
 	logger *slog.Logger
 	after  *afterCommit
+	lean   *preparedStatements
 }
 
 // NewRefundService returns the refund service over db. relay sends the
@@ -26,7 +27,7 @@ func NewRefundService(db *DB, relay ledger.OutboxRelay, logger *slog.Logger) *Re
 	if logger == nil {
 		logger = slog.Default()
 	}
-	return &RefundService{db: db, logger: logger, after: &afterCommit{relay: relay, logger: logger}}
+	return &RefundService{db: db, logger: logger, after: &afterCommit{relay: relay, logger: logger}, lean: leanRefundStatements(db)}
 }
 
 var _ ledger.RefundService = (*RefundService)(nil)
@@ -37,7 +38,10 @@ var _ ledger.RefundService = (*RefundService)(nil)
 func (s *RefundService) ApplyRefund(ctx context.Context, in ledger.RefundInput) (res *ledger.RefundResult, err error) {
 	defer wrap(&err, "postgres.ApplyRefund(%q)", in.TransactionID)
 	now := s.db.now()
-	res, msgs, err := s.refundInTransaction(ctx, in, now, applyRefundLean)
+	if err := s.lean.prepare(ctx); err != nil {
+		return nil, err
+	}
+	res, msgs, err := s.refundInTransaction(ctx, in, now, s.applyRefundLean)
 	var lean *leanWriteError
 	if errors.As(err, &lean) {
 		s.logger.Warn("lean refund write failed; applying the refund on the careful path",

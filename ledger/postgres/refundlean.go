@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -23,6 +24,80 @@ import (
 // the transaction on applyRefund, whose savepoint keeps the refund when
 // only its tracking log cannot be written.
 
+// The lean refund path's statements, prepared (leanRefundStatements).
+const (
+	qFindRefundTarget = `
+		SELECT s.id, c.id, c.partner_id, c.currency, a.locked
+		FROM sales s
+		LEFT JOIN commissions c ON c.sale_id = s.id
+		LEFT JOIN LATERAL (
+			SELECT true AS locked FROM balance_accounts b
+			WHERE b.partner_id = c.partner_id AND b.currency = c.currency
+			FOR NO KEY UPDATE
+		) a ON true
+		WHERE s.program_id = $1 AND s.processor_event_id = $2`
+	qWriteLeanRefund = `
+		WITH sale AS (
+			UPDATE sales SET refunded_cents = refunded_cents + $2 WHERE id = $1
+		), refund AS (
+			INSERT INTO refunds (sale_id, program_id, commission_id, refund_id, amount_cents, deduction_minor, reason, source, created_at)
+			VALUES ($1, $3, $4, NULLIF($5, ''), $2, $6, NULLIF($7, ''), $8, $9)
+			RETURNING id
+		), tracking_log AS (
+			INSERT INTO tracking_logs (program_id, event_type, is_test, source, reference, created_at)
+			VALUES ($3, 'refund', false, $8, NULLIF($10, ''), $9)
+		), commission AS (
+			UPDATE commissions SET status = $11, amount_minor = $12, reason = NULLIF($13, ''),
+				reversed_at = CASE WHEN $11 = 'reversed' THEN $9 ELSE reversed_at END, updated_at = $9
+			WHERE id = $4
+		), entry AS (
+			INSERT INTO balance_entries (partner_id, currency, kind, amount_minor, commission_id, refund_id, created_at)
+			SELECT $14, $15, 'deduction', -$6::bigint, $4, refund.id, $9 FROM refund WHERE $16
+		), outbox AS (
+			INSERT INTO outbox (task_type, queue, payload, created_at)
+			SELECT r.task_type, r.queue, r.payload::jsonb, $9
+			FROM unnest($17::text[], $18::text[], $19::text[]) WITH ORDINALITY AS r(task_type, queue, payload, n)
+			ORDER BY r.n
+			RETURNING id
+		)
+		SELECT ARRAY(SELECT id FROM outbox ORDER BY id) FROM refund`
+	qFitOpenWithdrawals = `
+		SELECT w.id, w.amount_minor,
+			(SELECT COALESCE(SUM(amount_minor), 0) FROM balance_entries WHERE partner_id = $1 AND currency = $2)
+		FROM withdrawals w
+		WHERE w.partner_id = $1 AND w.currency = $2 AND w.status = 'open'
+		ORDER BY w.id DESC FOR NO KEY UPDATE`
+)
+
+const lockRefundedTemplate = `
+		SELECT s.program_id, s.amount_cents, s.refunded_cents, p.workspace_id,
+			c.id, c.program_id, c.partner_id, c.sale_id, c.customer_id, c.processor_event_id,
+			c.currency, c.original_minor, c.amount_minor, c.status, c.credited, c.reason,
+			c.approve_after, c.approved_at, c.paid_at, c.reversed_at, c.withdrawal_id, c.created_at,
+			%s,
+			ARRAY(SELECT id FROM webhook_endpoints
+				WHERE program_id = s.program_id AND deleted_at IS NULL AND $5 = ANY (events) ORDER BY id),
+			ARRAY(SELECT id FROM webhook_endpoints
+				WHERE program_id = s.program_id AND deleted_at IS NULL AND $6 = ANY (events) ORDER BY id)
+		FROM (SELECT id, program_id, amount_cents, refunded_cents FROM sales WHERE id = $1 FOR NO KEY UPDATE) s
+		JOIN programs p ON p.id = s.program_id
+		CROSS JOIN LATERAL (
+			SELECT ` + commissionColumns + commissionFrom + `
+			WHERE c.id = $2 FOR NO KEY UPDATE OF c
+		) c(id, program_id, partner_id, sale_id, customer_id, processor_event_id, currency, original_minor,
+			amount_minor, status, credited, reason, approve_after, approved_at, paid_at, reversed_at,
+			withdrawal_id, created_at)`
+
+var (
+	qLockRefundedByAmount   = fmt.Sprintf(lockRefundedTemplate, retryByAmount)
+	qLockRefundedByRefundID = fmt.Sprintf(lockRefundedTemplate, retryByRefundID)
+)
+
+func leanRefundStatements(db *DB) *preparedStatements {
+	return newPreparedStatements(db, qFindRefundTarget, qLockRefundedByAmount, qLockRefundedByRefundID,
+		qWriteLeanRefund, qFitOpenWithdrawals)
+}
+
 // refundTarget is a refunded sale and its commission, found before any
 // lock but the balance account's.
 type refundTarget struct {
@@ -37,18 +112,9 @@ type refundTarget struct {
 // has a commission, locks the partner's balance account in the same
 // statement (first in the lock order). An account that does not exist yet
 // is created and locked by lockBalanceAccount.
-func findRefundTarget(ctx context.Context, tx *sqlx.Tx, in ledger.RefundInput, now time.Time) (refundTarget, error) {
+func findRefundTarget(ctx context.Context, tx *sqlx.Tx, stmts *preparedStatements, in ledger.RefundInput, now time.Time) (refundTarget, error) {
 	var t refundTarget
-	err := tx.QueryRowContext(ctx, `
-		SELECT s.id, c.id, c.partner_id, c.currency, a.locked
-		FROM sales s
-		LEFT JOIN commissions c ON c.sale_id = s.id
-		LEFT JOIN LATERAL (
-			SELECT true AS locked FROM balance_accounts b
-			WHERE b.partner_id = c.partner_id AND b.currency = c.currency
-			FOR NO KEY UPDATE
-		) a ON true
-		WHERE s.program_id = $1 AND s.processor_event_id = $2`, in.ProgramID, in.TransactionID).
+	err := stmts.in(ctx, tx, qFindRefundTarget).QueryRowContext(ctx, in.ProgramID, in.TransactionID).
 		Scan(&t.saleID, &t.commissionID, &t.partnerID, &t.currency, &t.accountLocked)
 	if errors.Is(err, sql.ErrNoRows) {
 		return t, ledger.NewError(ledger.ENotFound, ledger.MsgSaleNotFound)
@@ -77,7 +143,7 @@ type lockedRefund struct {
 // already: every refund of the sale held it before this statement began,
 // so its snapshot sees their refunds. Without one, the earlier refunds
 // are read by a statement of their own, after the sale's lock.
-func lockRefunded(ctx context.Context, tx *sqlx.Tx, t refundTarget, in ledger.RefundInput) (lockedRefund, error) {
+func lockRefunded(ctx context.Context, tx *sqlx.Tx, stmts *preparedStatements, t refundTarget, in ledger.RefundInput) (lockedRefund, error) {
 	var l lockedRefund
 	l.sale.id = t.saleID
 	var reversed, refunded pq.Int64Array
@@ -93,27 +159,10 @@ func lockRefunded(ctx context.Context, tx *sqlx.Tx, t refundTarget, in ledger.Re
 		l.retry, err = retryOf(ctx, tx, t.saleID, in)
 		return l, err
 	}
-	query, arg := retryQuery(in)
+	query, arg := lockRefundedQuery(in)
 	c := &ledger.Commission{}
 	var cur string
-	err := tx.QueryRowContext(ctx, `
-		SELECT s.program_id, s.amount_cents, s.refunded_cents, p.workspace_id,
-			c.id, c.program_id, c.partner_id, c.sale_id, c.customer_id, c.processor_event_id,
-			c.currency, c.original_minor, c.amount_minor, c.status, c.credited, c.reason,
-			c.approve_after, c.approved_at, c.paid_at, c.reversed_at, c.withdrawal_id, c.created_at,
-			`+query+`,
-			ARRAY(SELECT id FROM webhook_endpoints
-				WHERE program_id = s.program_id AND deleted_at IS NULL AND $5 = ANY (events) ORDER BY id),
-			ARRAY(SELECT id FROM webhook_endpoints
-				WHERE program_id = s.program_id AND deleted_at IS NULL AND $6 = ANY (events) ORDER BY id)
-		FROM (SELECT id, program_id, amount_cents, refunded_cents FROM sales WHERE id = $1 FOR NO KEY UPDATE) s
-		JOIN programs p ON p.id = s.program_id
-		CROSS JOIN LATERAL (
-			SELECT `+commissionColumns+commissionFrom+`
-			WHERE c.id = $2 FOR NO KEY UPDATE OF c
-		) c(id, program_id, partner_id, sale_id, customer_id, processor_event_id, currency, original_minor,
-			amount_minor, status, credited, reason, approve_after, approved_at, paid_at, reversed_at,
-			withdrawal_id, created_at)`,
+	err := stmts.in(ctx, tx, query).QueryRowContext(ctx,
 		t.saleID, t.commissionID.Int64, arg, in.AmountCents > 0, ledger.EventCommissionReversed, ledger.EventCommissionRefunded).
 		Scan(&l.sale.programID, &l.sale.amount, &l.sale.refunded, &l.workspaceID,
 			&c.ID, &c.ProgramID, &c.PartnerID, &c.SaleID, &c.CustomerID, &c.TransactionID,
@@ -131,16 +180,24 @@ func lockRefunded(ctx context.Context, tx *sqlx.Tx, t refundTarget, in ledger.Re
 	return l, nil
 }
 
-// retryQuery is the select-list expression telling a refund already
-// applied (retryOf's rule), as a non-empty text when it was: $3 is the
-// refund id or the amount, $4 whether the refund names an amount.
-func retryQuery(in ledger.RefundInput) (string, any) {
+// retryByAmount and retryByRefundID are the select-list expressions
+// telling a refund already applied (retryOf's rule), as a non-empty text
+// when it was: $3 is the amount or the refund id, $4 whether the refund
+// names an amount.
+const (
+	retryByAmount = `CASE WHEN $4 AND EXISTS (SELECT 1 FROM refunds WHERE sale_id = $1 AND amount_cents = $3::bigint)
+			THEN 'retry' ELSE '' END`
+	retryByRefundID = `CASE WHEN $4 AND EXISTS (SELECT 1 FROM refunds WHERE sale_id = $1 AND refund_id = $3::text)
+			THEN 'retry' ELSE '' END`
+)
+
+// lockRefundedQuery is the statement that locks the sale and commission
+// of a refund, with its retry check, and that check's argument.
+func lockRefundedQuery(in ledger.RefundInput) (string, any) {
 	if in.RefundID == "" {
-		return `CASE WHEN $4 AND EXISTS (SELECT 1 FROM refunds WHERE sale_id = $1 AND amount_cents = $3::bigint)
-			THEN 'retry' ELSE '' END`, in.AmountCents
+		return qLockRefundedByAmount, in.AmountCents
 	}
-	return `CASE WHEN $4 AND EXISTS (SELECT 1 FROM refunds WHERE sale_id = $1 AND refund_id = $3::text)
-		THEN 'retry' ELSE '' END`, in.RefundID
+	return qLockRefundedByRefundID, in.RefundID
 }
 
 func retryReason(in ledger.RefundInput) string {
@@ -152,15 +209,15 @@ func retryReason(in ledger.RefundInput) string {
 
 // applyRefundLean is applyRefund in fewer round trips, for the refund
 // endpoint. A write that fails returns a *leanWriteError.
-func applyRefundLean(ctx context.Context, tx *sqlx.Tx, in ledger.RefundInput, now time.Time) (*ledger.RefundResult, []ledger.OutboxMessage, error) {
+func (s *RefundService) applyRefundLean(ctx context.Context, tx *sqlx.Tx, in ledger.RefundInput, now time.Time) (*ledger.RefundResult, []ledger.OutboxMessage, error) {
 	if in.Source == "" {
 		in.Source = ledger.SourceAPI
 	}
-	target, err := findRefundTarget(ctx, tx, in, now)
+	target, err := findRefundTarget(ctx, tx, s.lean, in, now)
 	if err != nil {
 		return nil, nil, err
 	}
-	l, err := lockRefunded(ctx, tx, target, in)
+	l, err := lockRefunded(ctx, tx, s.lean, target, in)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -202,7 +259,7 @@ func applyRefundLean(ctx context.Context, tx *sqlx.Tx, in ledger.RefundInput, no
 			return nil, nil, err
 		}
 	}
-	msgs, err := writeLeanRefund(ctx, tx, w, now)
+	msgs, err := writeLeanRefund(ctx, tx, s.lean, w, now)
 	if err != nil {
 		if isRetryable(err) || ctx.Err() != nil {
 			return nil, nil, err
@@ -213,7 +270,7 @@ func applyRefundLean(ctx context.Context, tx *sqlx.Tx, in ledger.RefundInput, no
 		return noCommission, nil, nil
 	}
 	if w.plan.Debit && w.plan.DeductionMinor > 0 {
-		if err := fitOpenWithdrawalsLean(ctx, tx, c.PartnerID, c.Currency, now); err != nil {
+		if err := fitOpenWithdrawalsLean(ctx, tx, s.lean, c.PartnerID, c.Currency, now); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -248,7 +305,7 @@ type refundWrite struct {
 
 // writeLeanRefund writes a refund and its effects in one statement and
 // returns the outbox messages it wrote.
-func writeLeanRefund(ctx context.Context, tx *sqlx.Tx, w refundWrite, now time.Time) ([]ledger.OutboxMessage, error) {
+func writeLeanRefund(ctx context.Context, tx *sqlx.Tx, stmts *preparedStatements, w refundWrite, now time.Time) ([]ledger.OutboxMessage, error) {
 	var commissionID, partnerID *int64
 	var currency, reason string
 	if c := w.commission; c != nil {
@@ -266,31 +323,7 @@ func writeLeanRefund(ctx context.Context, tx *sqlx.Tx, w refundWrite, now time.T
 	}
 	debit := w.plan.Debit && w.plan.DeductionMinor > 0
 	var ids pq.Int64Array
-	err := tx.QueryRowContext(ctx, `
-		WITH sale AS (
-			UPDATE sales SET refunded_cents = refunded_cents + $2 WHERE id = $1
-		), refund AS (
-			INSERT INTO refunds (sale_id, program_id, commission_id, refund_id, amount_cents, deduction_minor, reason, source, created_at)
-			VALUES ($1, $3, $4, NULLIF($5, ''), $2, $6, NULLIF($7, ''), $8, $9)
-			RETURNING id
-		), tracking_log AS (
-			INSERT INTO tracking_logs (program_id, event_type, is_test, source, reference, created_at)
-			VALUES ($3, 'refund', false, $8, NULLIF($10, ''), $9)
-		), commission AS (
-			UPDATE commissions SET status = $11, amount_minor = $12, reason = NULLIF($13, ''),
-				reversed_at = CASE WHEN $11 = 'reversed' THEN $9 ELSE reversed_at END, updated_at = $9
-			WHERE id = $4
-		), entry AS (
-			INSERT INTO balance_entries (partner_id, currency, kind, amount_minor, commission_id, refund_id, created_at)
-			SELECT $14, $15, 'deduction', -$6::bigint, $4, refund.id, $9 FROM refund WHERE $16
-		), outbox AS (
-			INSERT INTO outbox (task_type, queue, payload, created_at)
-			SELECT r.task_type, r.queue, r.payload::jsonb, $9
-			FROM unnest($17::text[], $18::text[], $19::text[]) WITH ORDINALITY AS r(task_type, queue, payload, n)
-			ORDER BY r.n
-			RETURNING id
-		)
-		SELECT ARRAY(SELECT id FROM outbox ORDER BY id) FROM refund`,
+	err := stmts.in(ctx, tx, qWriteLeanRefund).QueryRowContext(ctx,
 		w.sale.id, w.applied, w.sale.programID, commissionID, w.in.RefundID, w.plan.DeductionMinor, w.in.Reason,
 		w.in.Source, now, w.in.TransactionID, w.plan.Status, w.plan.AmountMinor, reason, partnerID, currency, debit,
 		pq.StringArray(taskTypes), pq.StringArray(queues), pq.StringArray(payloads)).Scan(&ids)
@@ -306,13 +339,8 @@ func writeLeanRefund(ctx context.Context, tx *sqlx.Tx, w refundWrite, now time.T
 // fitOpenWithdrawalsLean is fitOpenWithdrawals reading the balance and
 // locking the open withdrawals in one statement; a partner without open
 // withdrawals costs that statement only.
-func fitOpenWithdrawalsLean(ctx context.Context, tx *sqlx.Tx, partnerID int64, c ledger.Currency, now time.Time) error {
-	rows, err := tx.QueryContext(ctx, `
-		SELECT w.id, w.amount_minor,
-			(SELECT COALESCE(SUM(amount_minor), 0) FROM balance_entries WHERE partner_id = $1 AND currency = $2)
-		FROM withdrawals w
-		WHERE w.partner_id = $1 AND w.currency = $2 AND w.status = 'open'
-		ORDER BY w.id DESC FOR NO KEY UPDATE`, partnerID, string(c))
+func fitOpenWithdrawalsLean(ctx context.Context, tx *sqlx.Tx, stmts *preparedStatements, partnerID int64, c ledger.Currency, now time.Time) error {
+	rows, err := stmts.in(ctx, tx, qFitOpenWithdrawals).QueryContext(ctx, partnerID, string(c))
 	if err != nil {
 		return err
 	}

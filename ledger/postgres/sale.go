@@ -22,6 +22,7 @@ type SaleService struct {
 	feePercent decimal.Decimal
 	logger     *slog.Logger
 	after      *afterCommit
+	lean       *preparedStatements
 }
 
 // SaleOptions configure the sale service.
@@ -43,7 +44,7 @@ func NewSaleService(db *DB, opts SaleOptions) *SaleService {
 		opts.Logger = slog.Default()
 	}
 	return &SaleService{db: db, pending: opts.Pending, feePercent: opts.PlatformFeePercent, logger: opts.Logger,
-		after: &afterCommit{relay: opts.Relay, logger: opts.Logger}}
+		after: &afterCommit{relay: opts.Relay, logger: opts.Logger}, lean: leanSaleStatements(db)}
 }
 
 var _ ledger.SaleService = (*SaleService)(nil)
@@ -58,6 +59,9 @@ func (s *SaleService) RecordSale(ctx context.Context, req ledger.SaleRequest) (r
 	now := s.db.now()
 	sale, err := req.Validate(now)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.lean.prepare(ctx); err != nil {
 		return nil, err
 	}
 	out, msgs, err := s.recordInTransaction(ctx, *sale, now, true)
@@ -131,7 +135,7 @@ func answered(result *ledger.SaleResult) (saleOutcome, error) {
 // recordSale writes a sale and what follows from it. An error rolls
 // everything back; an outcome's answer is given after commit.
 func (s *SaleService) recordSale(ctx context.Context, tx *sqlx.Tx, sale ledger.Sale, now time.Time, lean bool) (saleOutcome, error) {
-	prog, duplicate, err := programForSale(ctx, tx, sale.ProgramID, sale.TransactionID)
+	prog, duplicate, err := programForSale(ctx, tx, s.lean, sale.ProgramID, sale.TransactionID)
 	if err != nil {
 		return saleOutcome{}, err
 	}

@@ -26,6 +26,58 @@ import (
 // be written. A failure that repeats therefore answers exactly as the
 // careful path alone would.
 
+// The lean sale path's statements, prepared (leanSaleStatements).
+const (
+	qProgramForSale = `SELECT ` + programColumns + `,
+			(SELECT id FROM sales WHERE processor_event_id = $2) AS duplicate_of
+		FROM programs p LEFT JOIN program_keys k ON k.program_id = p.id AND k.mode = 'live'
+		WHERE p.id = $1`
+	qSaleFacts = `
+		SELECT
+			EXISTS (SELECT 1 FROM enrollments WHERE program_id = $1 AND partner_id = $2 AND status = 'active'),
+			EXISTS (SELECT 1 FROM commissions WHERE customer_id = $3),
+			ARRAY(SELECT id FROM webhook_endpoints
+				WHERE program_id = $1 AND deleted_at IS NULL AND $4 = ANY (events) ORDER BY id),
+			ARRAY(SELECT id FROM webhook_endpoints
+				WHERE program_id = $1 AND deleted_at IS NULL AND $5 = ANY (events) ORDER BY id)`
+	qWriteLeanSale = `
+		WITH sale AS (
+			INSERT INTO sales (program_id, customer_id, partner_id, processor_event_id, amount_cents, currency,
+				sale_type, is_recurring, is_test, source, click_id, provider, provider_payment_id, livemode,
+				subscription_id, product_id, metadata, occurred_at, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, false, $9, NULLIF($10, ''), NULLIF($11, ''), NULLIF($12, ''), $13,
+				NULLIF($14, ''), NULLIF($15, ''), $16::jsonb, $17, $18)
+			ON CONFLICT ON CONSTRAINT sales_processor_event_id_key DO NOTHING
+			RETURNING id, occurred_at, click_id
+		), tracking_log AS (
+			INSERT INTO tracking_logs (program_id, event_type, is_test, source, reference, created_at)
+			SELECT $1, 'sale', false, $9, NULLIF($4, ''), $18 FROM sale
+		), customer AS (
+			UPDATE customers SET status = 'conversion', first_paid_at = $20, updated_at = $18
+			WHERE id = $2 AND $19 AND EXISTS (SELECT 1 FROM sale)
+		), lead AS (
+			UPDATE leads SET converted = true
+			WHERE customer_id = $2 AND NOT converted AND $19 AND EXISTS (SELECT 1 FROM sale)
+		), click AS (
+			UPDATE clicks SET converted = true
+			WHERE click_id = $21 AND occurred_at = $22 AND NOT converted AND EXISTS (SELECT 1 FROM sale)
+		), fee AS (
+			INSERT INTO platform_fees (sale_id, program_id, currency, rate_percent, amount_minor, created_at)
+			SELECT id, $1, $6, $23, $24, $18 FROM sale WHERE $19
+		), commission AS (
+			INSERT INTO commissions (program_id, partner_id, sale_id, customer_id, currency, original_minor,
+				amount_minor, status, approve_after, created_at, updated_at)
+			SELECT $1, $3, id, $2, $25, $26, $26, 'pending', $27, $18, $18 FROM sale WHERE $26::bigint IS NOT NULL
+			RETURNING id, approve_after
+		)
+		SELECT sale.id, sale.occurred_at, sale.click_id, commission.id, commission.approve_after
+		FROM sale LEFT JOIN commission ON true`
+)
+
+func leanSaleStatements(db *DB) *preparedStatements {
+	return newPreparedStatements(db, qProgramForSale, qSaleFacts, qWriteLeanSale)
+}
+
 // leanWriteError is a write of the lean path that failed; the sale is
 // recorded again on the careful path.
 type leanWriteError struct{ err error }
@@ -35,15 +87,12 @@ func (e *leanWriteError) Unwrap() error { return e.err }
 
 // programForSale reads a program and the id of a sale already recorded
 // with transactionID (0 when none), in one statement.
-func programForSale(ctx context.Context, tx *sqlx.Tx, programID int64, transactionID string) (*ledger.Program, int64, error) {
+func programForSale(ctx context.Context, tx *sqlx.Tx, stmts *preparedStatements, programID int64, transactionID string) (*ledger.Program, int64, error) {
 	var row struct {
 		programRow
 		DuplicateOf sql.NullInt64 `db:"duplicate_of"`
 	}
-	err := tx.GetContext(ctx, &row, `SELECT `+programColumns+`,
-			(SELECT id FROM sales WHERE processor_event_id = $2) AS duplicate_of
-		FROM programs p LEFT JOIN program_keys k ON k.program_id = p.id AND k.mode = 'live'
-		WHERE p.id = $1`, programID, transactionID)
+	err := stmts.in(ctx, tx, qProgramForSale).GetContext(ctx, &row, programID, transactionID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, 0, notFound("program")
 	} else if err != nil {
@@ -68,17 +117,10 @@ type saleFacts struct {
 	commissionEndpoints []int64
 }
 
-func readSaleFacts(ctx context.Context, tx *sqlx.Tx, programID int64, cust *ledger.Customer) (saleFacts, error) {
+func readSaleFacts(ctx context.Context, tx *sqlx.Tx, stmts *preparedStatements, programID int64, cust *ledger.Customer) (saleFacts, error) {
 	var f saleFacts
 	var sales, commissions pq.Int64Array
-	err := tx.QueryRowContext(ctx, `
-		SELECT
-			EXISTS (SELECT 1 FROM enrollments WHERE program_id = $1 AND partner_id = $2 AND status = 'active'),
-			EXISTS (SELECT 1 FROM commissions WHERE customer_id = $3),
-			ARRAY(SELECT id FROM webhook_endpoints
-				WHERE program_id = $1 AND deleted_at IS NULL AND $4 = ANY (events) ORDER BY id),
-			ARRAY(SELECT id FROM webhook_endpoints
-				WHERE program_id = $1 AND deleted_at IS NULL AND $5 = ANY (events) ORDER BY id)`,
+	err := stmts.in(ctx, tx, qSaleFacts).QueryRowContext(ctx,
 		programID, cust.PartnerID, cust.ID, ledger.EventSaleCreated, ledger.EventCommissionCreated).
 		Scan(&f.enrolled, &f.hadCommission, &sales, &commissions)
 	f.saleEndpoints, f.commissionEndpoints = sales, commissions
@@ -125,7 +167,7 @@ type leanWritten struct {
 // taken; every other write reads that row, so then nothing is written.
 // Foreign keys are checked at the end of the statement, when the sale row
 // exists.
-func writeLeanSale(ctx context.Context, tx *sqlx.Tx, l leanSale, now time.Time) (leanWritten, error) {
+func writeLeanSale(ctx context.Context, tx *sqlx.Tx, stmts *preparedStatements, l leanSale, now time.Time) (leanWritten, error) {
 	s, c := l.sale, l.cust
 	var metadata *string
 	if len(s.Metadata) > 0 {
@@ -145,38 +187,7 @@ func writeLeanSale(ctx context.Context, tx *sqlx.Tx, l leanSale, now time.Time) 
 		commissionAmount, commissionCurrency, approveAfter = &l.commission.amountMinor, &cur, &l.commission.approveAfter
 	}
 	var w leanWritten
-	err := tx.QueryRowContext(ctx, `
-		WITH sale AS (
-			INSERT INTO sales (program_id, customer_id, partner_id, processor_event_id, amount_cents, currency,
-				sale_type, is_recurring, is_test, source, click_id, provider, provider_payment_id, livemode,
-				subscription_id, product_id, metadata, occurred_at, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, false, $9, NULLIF($10, ''), NULLIF($11, ''), NULLIF($12, ''), $13,
-				NULLIF($14, ''), NULLIF($15, ''), $16::jsonb, $17, $18)
-			ON CONFLICT ON CONSTRAINT sales_processor_event_id_key DO NOTHING
-			RETURNING id, occurred_at, click_id
-		), tracking_log AS (
-			INSERT INTO tracking_logs (program_id, event_type, is_test, source, reference, created_at)
-			SELECT $1, 'sale', false, $9, NULLIF($4, ''), $18 FROM sale
-		), customer AS (
-			UPDATE customers SET status = 'conversion', first_paid_at = $20, updated_at = $18
-			WHERE id = $2 AND $19 AND EXISTS (SELECT 1 FROM sale)
-		), lead AS (
-			UPDATE leads SET converted = true
-			WHERE customer_id = $2 AND NOT converted AND $19 AND EXISTS (SELECT 1 FROM sale)
-		), click AS (
-			UPDATE clicks SET converted = true
-			WHERE click_id = $21 AND occurred_at = $22 AND NOT converted AND EXISTS (SELECT 1 FROM sale)
-		), fee AS (
-			INSERT INTO platform_fees (sale_id, program_id, currency, rate_percent, amount_minor, created_at)
-			SELECT id, $1, $6, $23, $24, $18 FROM sale WHERE $19
-		), commission AS (
-			INSERT INTO commissions (program_id, partner_id, sale_id, customer_id, currency, original_minor,
-				amount_minor, status, approve_after, created_at, updated_at)
-			SELECT $1, $3, id, $2, $25, $26, $26, 'pending', $27, $18, $18 FROM sale WHERE $26::bigint IS NOT NULL
-			RETURNING id, approve_after
-		)
-		SELECT sale.id, sale.occurred_at, sale.click_id, commission.id, commission.approve_after
-		FROM sale LEFT JOIN commission ON true`,
+	err := stmts.in(ctx, tx, qWriteLeanSale).QueryRowContext(ctx,
 		s.ProgramID, c.ID, c.PartnerID, s.TransactionID, s.AmountCents, string(s.Currency),
 		s.SaleType, s.IsRecurring, s.Source, s.ClickID, s.Provider, s.ProviderPaymentID, s.Livemode,
 		s.SubscriptionID, s.ProductID, metadata, s.OccurredAt, now,
@@ -197,7 +208,7 @@ func (s *SaleService) recordAttributedLean(ctx context.Context, tx *sqlx.Tx, pro
 	if cust.IsTest {
 		return s.recordTestCustomerSale(ctx, tx, sale, cust, now)
 	}
-	facts, err := readSaleFacts(ctx, tx, prog.ID, cust)
+	facts, err := readSaleFacts(ctx, tx, s.lean, prog.ID, cust)
 	if err != nil {
 		return saleOutcome{}, err
 	}
@@ -221,7 +232,7 @@ func (s *SaleService) recordAttributedLean(ctx context.Context, tx *sqlx.Tx, pro
 			plan.commission = &leanCommission{amountMinor: amount, currency: cur, approveAfter: ledger.ApproveAfter(prog, now)}
 		}
 	}
-	written, err := writeLeanSale(ctx, tx, plan, now)
+	written, err := writeLeanSale(ctx, tx, s.lean, plan, now)
 	if err != nil {
 		if isRetryable(err) || ctx.Err() != nil {
 			return saleOutcome{}, err

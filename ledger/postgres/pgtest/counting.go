@@ -105,7 +105,41 @@ func (c *countingConn) Prepare(query string) (driver.Stmt, error) {
 
 func (c *countingConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
 	c.rt.add("PREPARE " + query)
-	return c.inner.(driver.ConnPrepareContext).PrepareContext(ctx, query)
+	st, err := c.inner.(driver.ConnPrepareContext).PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return &countingStmt{inner: st, query: query, rt: c.rt}, nil
+}
+
+// countingStmt counts each execution of a prepared statement.
+type countingStmt struct {
+	inner driver.Stmt
+	query string
+	rt    *RoundTrips
+}
+
+func (s *countingStmt) Close() error  { return s.inner.Close() }
+func (s *countingStmt) NumInput() int { return s.inner.NumInput() }
+
+func (s *countingStmt) Exec(args []driver.Value) (driver.Result, error) {
+	s.rt.add("EXECUTE " + s.query)
+	return s.inner.Exec(args) //nolint:staticcheck // the driver's own fallback
+}
+
+func (s *countingStmt) Query(args []driver.Value) (driver.Rows, error) {
+	s.rt.add("EXECUTE " + s.query)
+	return s.inner.Query(args) //nolint:staticcheck // the driver's own fallback
+}
+
+func (s *countingStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
+	s.rt.add("EXECUTE " + s.query)
+	return s.inner.(driver.StmtExecContext).ExecContext(ctx, args)
+}
+
+func (s *countingStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
+	s.rt.add("EXECUTE " + s.query)
+	return s.inner.(driver.StmtQueryContext).QueryContext(ctx, args)
 }
 
 func (c *countingConn) Close() error { return c.inner.Close() }
