@@ -3,15 +3,23 @@ package postgres
 import (
 	"context"
 
+	"github.com/jmoiron/sqlx"
+
 	"github.com/partnertrack/partnertrack/ledger"
 )
 
 // Aliases of unexported helpers for the external tests of this package.
-var (
-	ResolveClick     = resolveClick
-	CustomerForClick = customerForClick
-	CustomerByKey    = customerByKey
-)
+var CustomerForClick = customerForClick
+
+// ResolveClick is resolveClick with unprepared statements.
+func ResolveClick(ctx context.Context, tx *sqlx.Tx, pending ledger.PendingClicks, clickID string) (*ledger.Click, error) {
+	return resolveClick(ctx, tx, nil, pending, clickID)
+}
+
+// CustomerByKey is customerByKey with unprepared statements.
+func CustomerByKey(ctx context.Context, tx *sqlx.Tx, programID int64, key string) (*ledger.Customer, error) {
+	return customerByKey(ctx, tx, nil, programID, key)
+}
 
 // RecordSaleCareful records a sale on the careful path only (savepoints
 // around the commission and the tracking log), for tests that compare it

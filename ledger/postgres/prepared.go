@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
 	"sync"
 	"sync/atomic"
 
@@ -52,4 +53,19 @@ func (p *preparedStatements) prepare(ctx context.Context) error {
 // use on a connection prepares it there.
 func (p *preparedStatements) in(ctx context.Context, tx *sqlx.Tx, query string) *sqlx.Stmt {
 	return tx.StmtxContext(ctx, p.stmts[query])
+}
+
+// row runs query, one of the set, in tx and returns its row; with no set
+// (p nil) the query runs unprepared.
+func (p *preparedStatements) row(ctx context.Context, tx *sqlx.Tx, query string, args ...any) *sql.Row {
+	if p == nil {
+		return tx.QueryRowContext(ctx, query, args...)
+	}
+	return p.in(ctx, tx, query).QueryRowContext(ctx, args...)
+}
+
+// pooled returns query, one of the set, for use outside a transaction: it
+// runs on any connection of the pool.
+func (p *preparedStatements) pooled(query string) *sqlx.Stmt {
+	return p.stmts[query]
 }

@@ -328,7 +328,7 @@ func (s *SaleService) attribute(ctx context.Context, tx *sqlx.Tx, prog *ledger.P
 	}
 	notFound := ledger.NewError(ledger.ENoAttribution, ledger.MsgCustomerNotFound)
 	if sale.CustomerKey != "" {
-		c, err := customerByKey(ctx, tx, prog.ID, sale.CustomerKey)
+		c, err := customerByKey(ctx, tx, s.lean, prog.ID, sale.CustomerKey)
 		if ledger.ErrorCode(err) != ledger.ENotFound {
 			return c, err
 		}
@@ -336,7 +336,7 @@ func (s *SaleService) attribute(ctx context.Context, tx *sqlx.Tx, prog *ledger.P
 			return nil, notFound
 		}
 	}
-	click, err := resolveClick(ctx, tx, s.pending, sale.ClickID)
+	click, err := resolveClick(ctx, tx, s.lean, s.pending, sale.ClickID)
 	if ledger.ErrorCode(err) == ledger.ENotFound {
 		return nil, notFound
 	} else if err != nil {

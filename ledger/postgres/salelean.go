@@ -75,7 +75,7 @@ const (
 )
 
 func leanSaleStatements(db *DB) *preparedStatements {
-	return newPreparedStatements(db, qProgramForSale, qSaleFacts, qWriteLeanSale)
+	return newPreparedStatements(db, qProgramForSale, qCustomerByKey, qClickByID, qSaleFacts, qWriteLeanSale)
 }
 
 // leanWriteError is a write of the lean path that failed; the sale is
