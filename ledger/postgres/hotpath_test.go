@@ -22,7 +22,7 @@ import (
 const (
 	saleByKeyRoundTrips     = 6
 	saleByClickRoundTrips   = 8
-	refundCreditedRoundTrip = 6
+	refundCreditedRoundTrip = 5
 	refundPendingRoundTrips = 5
 )
 

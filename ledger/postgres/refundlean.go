@@ -19,7 +19,8 @@ import (
 // statements; then every write (the sale's refunded amount, the refund
 // row, its tracking log, the commission, the balance deduction and the
 // outbox rows) in one statement, and the open withdrawals fitted by one
-// more when the refund deducted from a balance that has any. A write that
+// more when the refund deducted from a balance that has any (the write
+// tells). A write that
 // fails for another reason than a conflict or a cancelled context reruns
 // the transaction on applyRefund, whose savepoint keeps the refund when
 // only its tracking log cannot be written.
@@ -60,7 +61,9 @@ const (
 			ORDER BY r.n
 			RETURNING id
 		)
-		SELECT ARRAY(SELECT id FROM outbox ORDER BY id) FROM refund`
+		SELECT ARRAY(SELECT id FROM outbox ORDER BY id),
+			$16 AND EXISTS (SELECT 1 FROM withdrawals WHERE partner_id = $14 AND currency = $15 AND status = 'open')
+		FROM refund`
 	qFitOpenWithdrawals = `
 		SELECT w.id, w.amount_minor,
 			(SELECT COALESCE(SUM(amount_minor), 0) FROM balance_entries WHERE partner_id = $1 AND currency = $2)
@@ -259,7 +262,7 @@ func (s *RefundService) applyRefundLean(ctx context.Context, tx *sqlx.Tx, in led
 			return nil, nil, err
 		}
 	}
-	msgs, err := writeLeanRefund(ctx, tx, s.lean, w, now)
+	msgs, openWithdrawals, err := writeLeanRefund(ctx, tx, s.lean, w, now)
 	if err != nil {
 		if isRetryable(err) || ctx.Err() != nil {
 			return nil, nil, err
@@ -269,7 +272,7 @@ func (s *RefundService) applyRefundLean(ctx context.Context, tx *sqlx.Tx, in led
 	if c == nil {
 		return noCommission, nil, nil
 	}
-	if w.plan.Debit && w.plan.DeductionMinor > 0 {
+	if openWithdrawals {
 		if err := fitOpenWithdrawalsLean(ctx, tx, s.lean, c.PartnerID, c.Currency, now); err != nil {
 			return nil, nil, err
 		}
@@ -304,36 +307,38 @@ type refundWrite struct {
 }
 
 // writeLeanRefund writes a refund and its effects in one statement and
-// returns the outbox messages it wrote.
-func writeLeanRefund(ctx context.Context, tx *sqlx.Tx, stmts *preparedStatements, w refundWrite, now time.Time) ([]ledger.OutboxMessage, error) {
+// returns the outbox messages it wrote, and whether a deduction met open
+// withdrawals to fit. The balance account is locked, and every change of
+// a withdrawal takes that lock, so the statement's snapshot sees them all.
+func writeLeanRefund(ctx context.Context, tx *sqlx.Tx, stmts *preparedStatements, w refundWrite, now time.Time) (msgs []ledger.OutboxMessage, openWithdrawals bool, err error) {
 	var commissionID, partnerID *int64
 	var currency, reason string
 	if c := w.commission; c != nil {
 		commissionID, partnerID, currency, reason = &c.ID, &c.PartnerID, string(c.Currency), c.Reason
 	}
-	msgs := make([]ledger.OutboxMessage, len(w.outbox))
+	msgs = make([]ledger.OutboxMessage, len(w.outbox))
 	taskTypes, queues, payloads := make([]string, len(w.outbox)), make([]string, len(w.outbox)), make([]string, len(w.outbox))
 	for i, r := range w.outbox {
 		raw, err := json.Marshal(r.payload)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		msgs[i] = ledger.OutboxMessage{TaskType: r.taskType, Queue: r.queue, Payload: raw, CreatedAt: now}
 		taskTypes[i], queues[i], payloads[i] = r.taskType, r.queue, string(raw)
 	}
 	debit := w.plan.Debit && w.plan.DeductionMinor > 0
 	var ids pq.Int64Array
-	err := stmts.in(ctx, tx, qWriteLeanRefund).QueryRowContext(ctx,
+	err = stmts.in(ctx, tx, qWriteLeanRefund).QueryRowContext(ctx,
 		w.sale.id, w.applied, w.sale.programID, commissionID, w.in.RefundID, w.plan.DeductionMinor, w.in.Reason,
 		w.in.Source, now, w.in.TransactionID, w.plan.Status, w.plan.AmountMinor, reason, partnerID, currency, debit,
-		pq.StringArray(taskTypes), pq.StringArray(queues), pq.StringArray(payloads)).Scan(&ids)
+		pq.StringArray(taskTypes), pq.StringArray(queues), pq.StringArray(payloads)).Scan(&ids, &openWithdrawals)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	for i := range msgs {
 		msgs[i].ID = ids[i]
 	}
-	return msgs, nil
+	return msgs, openWithdrawals, nil
 }
 
 // fitOpenWithdrawalsLean is fitOpenWithdrawals reading the balance and
