@@ -5,8 +5,10 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -122,19 +124,47 @@ func (b *ledgerBundle) anotherPartner(tb testing.TB, w saleWorld) saleWorld {
 	return saleWorld{program: w.program, partnerID: partner.ID, linkID: link.ID}
 }
 
+// runParallel runs op from benchClients goroutines (on two cores) and
+// reports, besides ns/op, the 50th and 99th percentile of one op's
+// latency (with every client busy: a closed loop at full load, not a
+// fixed arrival rate).
 func runParallel(b *testing.B, op func(i int64) error) {
 	b.Helper()
 	var seq atomic.Int64
+	var mu sync.Mutex
+	var latencies []time.Duration
 	b.SetParallelism((benchClients + 1) / 2)
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
+		var mine []time.Duration
+		defer func() {
+			mu.Lock()
+			latencies = append(latencies, mine...)
+			mu.Unlock()
+		}()
 		for pb.Next() {
+			start := time.Now()
 			if err := op(seq.Add(1)); err != nil {
 				b.Error(err)
 				return
 			}
+			mine = append(mine, time.Since(start))
 		}
 	})
+	b.StopTimer()
+	reportPercentiles(b, latencies)
+}
+
+func reportPercentiles(b *testing.B, latencies []time.Duration) {
+	if len(latencies) == 0 {
+		return
+	}
+	slices.Sort(latencies)
+	at := func(p float64) float64 {
+		return float64(latencies[int(p*float64(len(latencies)-1))]) / float64(time.Millisecond)
+	}
+	b.ReportMetric(at(0.50), "p50-ms")
+	b.ReportMetric(at(0.99), "p99-ms")
 }
 
 // BenchmarkRecordSale records attributed sales by customer key, each with
