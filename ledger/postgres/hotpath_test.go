@@ -22,7 +22,7 @@ import (
 // (BEGIN and COMMIT included). A change that adds one fails here: make it
 // on purpose, and change the figure with the reason.
 const (
-	saleByKeyRoundTrips     = 6
+	saleByKeyRoundTrips     = 5
 	saleByClickRoundTrips   = 8
 	refundCreditedRoundTrip = 5
 	refundPendingRoundTrips = 5

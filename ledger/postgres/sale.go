@@ -135,7 +135,8 @@ func answered(result *ledger.SaleResult) (saleOutcome, error) {
 // recordSale writes a sale and what follows from it. An error rolls
 // everything back; an outcome's answer is given after commit.
 func (s *SaleService) recordSale(ctx context.Context, tx *sqlx.Tx, sale ledger.Sale, now time.Time, lean bool) (saleOutcome, error) {
-	prog, duplicate, err := programForSale(ctx, tx, s.lean, sale.ProgramID, sale.TransactionID)
+	sc, err := readSaleContext(ctx, tx, s.lean, sale.ProgramID, sale.TransactionID, sale.CustomerKey)
+	prog := sc.program
 	if err != nil {
 		return saleOutcome{}, err
 	}
@@ -149,10 +150,10 @@ func (s *SaleService) recordSale(ctx context.Context, tx *sqlx.Tx, sale ledger.S
 		res, err := s.recordTestSale(ctx, tx, &sale, now)
 		return saleOutcome{result: res}, err
 	}
-	if duplicate != 0 {
-		return saleOutcome{}, duplicateSale(duplicate)
+	if sc.duplicateOf != 0 {
+		return saleOutcome{}, duplicateSale(sc.duplicateOf)
 	}
-	cust, err := s.attribute(ctx, tx, prog, &sale, now)
+	cust, err := s.attribute(ctx, tx, prog, &sale, sc.customer, now)
 	if err != nil {
 		return saleOutcome{}, err
 	}
@@ -319,18 +320,17 @@ func duplicateOf(ctx context.Context, tx *sqlx.Tx, transactionID string) error {
 }
 
 // attribute finds the customer of a sale in its program: by customer key
-// (a settled lead), else by click id (also a click still in the queue),
-// and locks it, so that the sales of one customer are recorded one at a
-// time.
-func (s *SaleService) attribute(ctx context.Context, tx *sqlx.Tx, prog *ledger.Program, sale *ledger.Sale, now time.Time) (*ledger.Customer, error) {
+// (a settled lead, byKey, read and locked with the program), else by
+// click id (also a click still in the queue), and locks it, so that the
+// sales of one customer are recorded one at a time.
+func (s *SaleService) attribute(ctx context.Context, tx *sqlx.Tx, prog *ledger.Program, sale *ledger.Sale, byKey *ledger.Customer, now time.Time) (*ledger.Customer, error) {
 	if sale.CustomerKey == "" && sale.ClickID == "" {
 		return nil, ledger.NewError(ledger.EInvalid, ledger.MsgCustomerNotFound)
 	}
 	notFound := ledger.NewError(ledger.ENoAttribution, ledger.MsgCustomerNotFound)
 	if sale.CustomerKey != "" {
-		c, err := customerByKey(ctx, tx, s.lean, prog.ID, sale.CustomerKey)
-		if ledger.ErrorCode(err) != ledger.ENotFound {
-			return c, err
+		if byKey != nil {
+			return byKey, nil
 		}
 		if sale.ClickID == "" {
 			return nil, notFound

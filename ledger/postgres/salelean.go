@@ -14,9 +14,9 @@ import (
 )
 
 // The sale endpoint's lean path: everything a real sale needs to know is
-// read before anything is written (program and duplicate in one
-// statement, the customer in one, enrollment, earlier commissions and
-// webhook endpoints in one), then the sale, its tracking log, the
+// read before anything is written (program, duplicate and customer by key
+// in one statement, else the customer by click, then enrollment, earlier
+// commissions and webhook endpoints in one), then the sale, its tracking log, the
 // customer's conversion, the platform fee and the commission are written
 // by one statement, and the brand webhooks by one more when the program
 // has endpoints for them. There are no savepoints: when the write fails
@@ -29,8 +29,16 @@ import (
 // The lean sale path's statements, prepared (leanSaleStatements).
 const (
 	qProgramForSale = `SELECT ` + programColumns + `,
-			(SELECT id FROM sales WHERE processor_event_id = $2) AS duplicate_of
+			(SELECT id FROM sales WHERE processor_event_id = $2) AS duplicate_of, cu.*
 		FROM programs p LEFT JOIN program_keys k ON k.program_id = p.id AND k.mode = 'live'
+		LEFT JOIN LATERAL (
+			SELECT id AS customer_id, partner_id AS customer_partner_id, link_id AS customer_link_id,
+				COALESCE(click_id, '') AS customer_click_id, COALESCE(email, '') AS customer_email,
+				status AS customer_status, COALESCE(processor_customer_id, '') AS customer_processor_id,
+				first_paid_at AS customer_first_paid_at, is_test AS customer_is_test, created_at AS customer_created_at
+			FROM customers WHERE program_id = p.id AND customer_key = $3 AND $3 <> ''
+			FOR NO KEY UPDATE
+		) cu ON true
 		WHERE p.id = $1`
 	qSaleFacts = `
 		SELECT
@@ -75,7 +83,7 @@ const (
 )
 
 func leanSaleStatements(db *DB) *preparedStatements {
-	return newPreparedStatements(db, qProgramForSale, qCustomerByKey, qClickByID, qSaleFacts, qWriteLeanSale)
+	return newPreparedStatements(db, qProgramForSale, qClickByID, qSaleFacts, qWriteLeanSale)
 }
 
 // leanWriteError is a write of the lean path that failed; the sale is
@@ -85,20 +93,51 @@ type leanWriteError struct{ err error }
 func (e *leanWriteError) Error() string { return "lean sale write: " + e.err.Error() }
 func (e *leanWriteError) Unwrap() error { return e.err }
 
-// programForSale reads a program and the id of a sale already recorded
-// with transactionID (0 when none), in one statement.
-func programForSale(ctx context.Context, tx *sqlx.Tx, stmts *preparedStatements, programID int64, transactionID string) (*ledger.Program, int64, error) {
-	var row struct {
-		programRow
-		DuplicateOf sql.NullInt64 `db:"duplicate_of"`
-	}
-	err := stmts.in(ctx, tx, qProgramForSale).GetContext(ctx, &row, programID, transactionID)
+// saleContext is what a sale reads first, in one statement: its program,
+// the id of a sale already recorded with its transaction id (0 when
+// none) and, when it names a customer key, that settled customer, locked
+// for the rest of the transaction (nil when none).
+type saleContext struct {
+	program     *ledger.Program
+	duplicateOf int64
+	customer    *ledger.Customer
+}
+
+type saleContextRow struct {
+	programRow
+	DuplicateOf         sql.NullInt64  `db:"duplicate_of"`
+	CustomerID          sql.NullInt64  `db:"customer_id"`
+	CustomerPartnerID   *int64         `db:"customer_partner_id"`
+	CustomerLinkID      *int64         `db:"customer_link_id"`
+	CustomerClickID     sql.NullString `db:"customer_click_id"`
+	CustomerEmail       sql.NullString `db:"customer_email"`
+	CustomerStatus      sql.NullString `db:"customer_status"`
+	CustomerProcessorID sql.NullString `db:"customer_processor_id"`
+	CustomerFirstPaidAt *time.Time     `db:"customer_first_paid_at"`
+	CustomerIsTest      sql.NullBool   `db:"customer_is_test"`
+	CustomerCreatedAt   sql.NullTime   `db:"customer_created_at"`
+}
+
+// readSaleContext reads a sale's program, duplicate and customer by key.
+// Errors: ENotFound (the program).
+func readSaleContext(ctx context.Context, tx *sqlx.Tx, stmts *preparedStatements, programID int64, transactionID, customerKey string) (saleContext, error) {
+	var row saleContextRow
+	err := stmts.in(ctx, tx, qProgramForSale).GetContext(ctx, &row, programID, transactionID, customerKey)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, 0, notFound("program")
+		return saleContext{}, notFound("program")
 	} else if err != nil {
-		return nil, 0, err
+		return saleContext{}, err
 	}
-	return row.program(), row.DuplicateOf.Int64, nil
+	sc := saleContext{program: row.program(), duplicateOf: row.DuplicateOf.Int64}
+	if row.CustomerID.Valid {
+		sc.customer = &ledger.Customer{
+			ID: row.CustomerID.Int64, ProgramID: programID, PartnerID: row.CustomerPartnerID, LinkID: row.CustomerLinkID,
+			ClickID: row.CustomerClickID.String, CustomerKey: customerKey, Email: row.CustomerEmail.String,
+			Status: row.CustomerStatus.String, ProcessorCustomerID: row.CustomerProcessorID.String,
+			FirstPaidAt: row.CustomerFirstPaidAt, IsTest: row.CustomerIsTest.Bool, CreatedAt: row.CustomerCreatedAt.Time.UTC(),
+		}
+	}
+	return sc, nil
 }
 
 // duplicateSale is the 409 of a transaction id already recorded as sale id.
