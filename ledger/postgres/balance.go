@@ -91,6 +91,13 @@ func fitOpenWithdrawals(ctx context.Context, tx *sqlx.Tx, partnerID int64, c led
 	if err := rows.Err(); err != nil {
 		return err
 	}
+	return lowerWithdrawals(ctx, tx, ids, amounts, bal, now)
+}
+
+// lowerWithdrawals lowers the locked open withdrawals ids (amounts, newest
+// first) until together they no longer exceed the balance bal; one
+// lowered to zero is cancelled.
+func lowerWithdrawals(ctx context.Context, tx *sqlx.Tx, ids, amounts []int64, bal int64, now time.Time) error {
 	for i, next := range ledger.FitWithdrawals(bal, amounts) {
 		if next == amounts[i] {
 			continue

@@ -16,19 +16,23 @@ import (
 // the edge's short-lived record of a click still in the queue) and finding
 // or creating the customer a click brought.
 
-// resolveClick returns the click with id clickID. A click acknowledged by
+// qClickByID reads a click row by its id (which carries its time).
+const qClickByID = `
+		SELECT occurred_at, program_id, partner_id, link_id, is_test
+		FROM clicks WHERE click_id = $1 AND occurred_at = $2`
+
+// resolveClick returns the click with id clickID (read with the prepared
+// statement of stmts, or unprepared when stmts is nil). A click acknowledged by
 // the edge but not yet written by the clicks worker is read from pending
 // and its row written here (idempotently: the worker's later insert of the
 // same click does nothing). Errors: ENotFound.
-func resolveClick(ctx context.Context, tx *sqlx.Tx, pending ledger.PendingClicks, clickID string) (*ledger.Click, error) {
+func resolveClick(ctx context.Context, tx *sqlx.Tx, stmts *preparedStatements, pending ledger.PendingClicks, clickID string) (*ledger.Click, error) {
 	at, ok := ledger.ClickTime(clickID)
 	if !ok {
 		return nil, notFound("click")
 	}
 	c := &ledger.Click{ID: clickID}
-	err := tx.QueryRowContext(ctx, `
-		SELECT occurred_at, program_id, partner_id, link_id, is_test
-		FROM clicks WHERE click_id = $1 AND occurred_at = $2`, clickID, at).
+	err := stmts.row(ctx, tx, qClickByID, clickID, at).
 		Scan(&c.OccurredAt, &c.ProgramID, &c.PartnerID, &c.LinkID, &c.IsTest)
 	if err == nil {
 		c.OccurredAt = c.OccurredAt.UTC()
@@ -99,8 +103,11 @@ func customerForClick(ctx context.Context, tx *sqlx.Tx, c *ledger.Click, now tim
 }
 
 // customerByKey returns the program's customer with a settled customer
-// key, locked for the rest of tx. Errors: ENotFound.
-func customerByKey(ctx context.Context, tx *sqlx.Tx, programID int64, key string) (*ledger.Customer, error) {
-	return scanCustomer(tx.QueryRowContext(ctx, `SELECT `+customerColumns+`
-		FROM customers WHERE program_id = $1 AND customer_key = $2 FOR NO KEY UPDATE`, programID, key))
+// key, locked for the rest of tx (read with the prepared statement of
+// stmts, or unprepared when stmts is nil). Errors: ENotFound.
+func customerByKey(ctx context.Context, tx *sqlx.Tx, stmts *preparedStatements, programID int64, key string) (*ledger.Customer, error) {
+	return scanCustomer(stmts.row(ctx, tx, qCustomerByKey, programID, key))
 }
+
+const qCustomerByKey = `SELECT ` + customerColumns + `
+		FROM customers WHERE program_id = $1 AND customer_key = $2 FOR NO KEY UPDATE`

@@ -181,7 +181,7 @@ func (s *LeadService) lead(ctx context.Context, tx *sqlx.Tx, req ledger.LeadRequ
 // program is refused before any customer is created for it.
 func (s *LeadService) leadCustomer(ctx context.Context, tx *sqlx.Tx, req ledger.LeadRequest, now time.Time) (*ledger.Customer, error) {
 	if req.ClickID != "" {
-		click, err := resolveClick(ctx, tx, s.pending, req.ClickID)
+		click, err := resolveClick(ctx, tx, nil, s.pending, req.ClickID)
 		switch {
 		case err == nil:
 			if !leadProgramMatches(req, click.ProgramID) {
@@ -193,7 +193,7 @@ func (s *LeadService) leadCustomer(ctx context.Context, tx *sqlx.Tx, req ledger.
 		}
 	}
 	if req.Mode == ledger.LeadModeServer && req.CustomerKey != "" {
-		cust, err := customerByKey(ctx, tx, req.ProgramID, req.CustomerKey)
+		cust, err := customerByKey(ctx, tx, nil, req.ProgramID, req.CustomerKey)
 		if ledger.ErrorCode(err) != ledger.ENotFound {
 			return cust, err
 		}
@@ -414,7 +414,7 @@ func (s *LeadService) testLeadProgram(ctx context.Context, tx *sqlx.Tx, req ledg
 		}
 		return id, nil
 	}
-	click, err := resolveClick(ctx, tx, s.pending, req.ClickID)
+	click, err := resolveClick(ctx, tx, nil, s.pending, req.ClickID)
 	if ledger.ErrorCode(err) == ledger.ENotFound {
 		return 0, ledger.NewError(ledger.EInvalid, ledger.MsgLeadTestProgram)
 	}

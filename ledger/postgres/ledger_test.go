@@ -43,12 +43,19 @@ var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
 // sweep; tests that relay build their own refund service).
 func setupLedger(t *testing.T, feePercent string) *ledgerBundle {
 	t.Helper()
-	b := setup(t)
+	return ledgerOn(t, setup(t), feePercent)
+}
+
+// ledgerOn returns the ledger services over the bundle's database, as
+// setupLedger does, for benchmarks and tests that bring their own
+// database.
+func ledgerOn(tb testing.TB, b *testBundle, feePercent string) *ledgerBundle {
+	tb.Helper()
 	clock := &testClock{t: time.Now().UTC().Truncate(time.Millisecond)}
 	b.db.Now = clock.Now
 	ws, err := b.accounts.CreateWorkspace(context.Background(), "Acme Inc", "owner@acme.example")
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	return &ledgerBundle{
 		testBundle: b,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -38,6 +39,54 @@ func insertOutbox(ctx context.Context, tx *sqlx.Tx, taskType, queue string, payl
 		INSERT INTO outbox (task_type, queue, payload, created_at) VALUES ($1, $2, $3::jsonb, $4)
 		RETURNING id`, taskType, queue, string(raw), now).Scan(&m.ID)
 	return m, err
+}
+
+// outboxRow is a side effect to write: its task, queue and payload.
+type outboxRow struct {
+	taskType, queue string
+	payload         any
+}
+
+// insertOutboxRows writes side effects in the caller's transaction with
+// one statement, in order (their ids ascend in the order given).
+func insertOutboxRows(ctx context.Context, tx *sqlx.Tx, rows []outboxRow, now time.Time) ([]ledger.OutboxMessage, error) {
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	if len(rows) == 1 {
+		m, err := insertOutbox(ctx, tx, rows[0].taskType, rows[0].queue, rows[0].payload, now)
+		return []ledger.OutboxMessage{m}, err
+	}
+	msgs := make([]ledger.OutboxMessage, len(rows))
+	taskTypes, queues, payloads := make([]string, len(rows)), make([]string, len(rows)), make([]string, len(rows))
+	for i, r := range rows {
+		raw, err := json.Marshal(r.payload)
+		if err != nil {
+			return nil, err
+		}
+		msgs[i] = ledger.OutboxMessage{TaskType: r.taskType, Queue: r.queue, Payload: raw, CreatedAt: now}
+		taskTypes[i], queues[i], payloads[i] = r.taskType, r.queue, string(raw)
+	}
+	var ids []int64
+	err := tx.SelectContext(ctx, &ids, `
+		WITH inserted AS (
+			INSERT INTO outbox (task_type, queue, payload, created_at)
+			SELECT r.task_type, r.queue, r.payload::jsonb, $4
+			FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS r(task_type, queue, payload, n)
+			ORDER BY r.n
+			RETURNING id
+		)
+		SELECT id FROM inserted ORDER BY id`, pq.StringArray(taskTypes), pq.StringArray(queues), pq.StringArray(payloads), now)
+	if err != nil {
+		return nil, err
+	}
+	if len(ids) != len(msgs) {
+		return nil, fmt.Errorf("outbox: %d rows written for %d messages", len(ids), len(msgs))
+	}
+	for i := range msgs {
+		msgs[i].ID = ids[i]
+	}
+	return msgs, nil
 }
 
 // Relay enqueues committed messages and marks those enqueued as sent. A

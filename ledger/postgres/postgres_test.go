@@ -25,7 +25,11 @@ type testBundle struct {
 func setup(t *testing.T) *testBundle {
 	t.Helper()
 	t.Parallel()
-	db := pgtest.New(t)
+	return bundleOn(pgtest.New(t))
+}
+
+// bundleOn returns the services over db.
+func bundleOn(db *pgtest.DB) *testBundle {
 	return &testBundle{
 		db:       db,
 		accounts: postgres.NewAccountService(db.DB),

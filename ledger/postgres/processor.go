@@ -640,7 +640,7 @@ func (p *ProcessorService) attribute(ctx context.Context, tx *sqlx.Tx, prog *led
 				FROM customers WHERE program_id = $1 AND processor_customer_id = $2
 				ORDER BY id DESC LIMIT 1 FOR NO KEY UPDATE`, prog.ID, step.Value))
 		case ledger.StepCustomerKey:
-			cust, err = customerByKey(ctx, tx, prog.ID, step.Value)
+			cust, err = customerByKey(ctx, tx, nil, prog.ID, step.Value)
 		}
 		if ledger.ErrorCode(err) == ledger.ENotFound {
 			continue
@@ -657,7 +657,7 @@ func (p *ProcessorService) attribute(ctx context.Context, tx *sqlx.Tx, prog *led
 // still in the queue included). A value that is not our click id, or a
 // click of another program, finds nothing.
 func (p *ProcessorService) customerByClick(ctx context.Context, tx *sqlx.Tx, programID int64, clickID string, now time.Time) (*ledger.Customer, error) {
-	click, err := resolveClick(ctx, tx, p.pending, clickID)
+	click, err := resolveClick(ctx, tx, nil, p.pending, clickID)
 	if err != nil {
 		return nil, err
 	}

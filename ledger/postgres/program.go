@@ -13,10 +13,18 @@ import (
 )
 
 // ProgramService implements ledger.ProgramService and ledger.KeyService.
-type ProgramService struct{ db *DB }
+type ProgramService struct {
+	db *DB
+	// keyLookup is the prepared key lookup of every program-key call.
+	keyLookup *preparedStatements
+}
 
 // NewProgramService returns the program service over db.
-func NewProgramService(db *DB) *ProgramService { return &ProgramService{db: db} }
+func NewProgramService(db *DB) *ProgramService {
+	return &ProgramService{db: db, keyLookup: newPreparedStatements(db, qProgramKeyByHash)}
+}
+
+const qProgramKeyByHash = `SELECT program_id, mode, marked_at, deadline FROM program_keys WHERE key_hash = $1`
 
 var (
 	_ ledger.ProgramService = (*ProgramService)(nil)
@@ -178,15 +186,17 @@ func updateProgram(ctx context.Context, tx *sqlx.Tx, id int64, in ledger.Program
 }
 
 // AuthenticateProgramKey looks a key up by its hash. It reads Postgres on
-// every call, so a regenerated key fails on every edge instance as soon as
-// the regeneration commits.
+// every call (a prepared statement, one round trip), so a regenerated key
+// fails on every edge instance as soon as the regeneration commits.
 func (s *ProgramService) AuthenticateProgramKey(ctx context.Context, token string) (k *ledger.ProgramKey, err error) {
 	defer wrap(&err, "postgres.AuthenticateProgramKey")
+	if err := s.keyLookup.prepare(ctx); err != nil {
+		return nil, err
+	}
 	var mode string
 	k = &ledger.ProgramKey{}
-	err = s.db.QueryRowContext(ctx,
-		`SELECT program_id, mode, marked_at, deadline FROM program_keys WHERE key_hash = $1`,
-		ledger.HashSecret(token)).Scan(&k.ProgramID, &mode, &k.MarkedAt, &k.Deadline)
+	err = s.keyLookup.pooled(qProgramKeyByHash).QueryRowContext(ctx, ledger.HashSecret(token)).
+		Scan(&k.ProgramID, &mode, &k.MarkedAt, &k.Deadline)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, notFound("program key")
 	} else if err != nil {

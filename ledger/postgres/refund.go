@@ -17,6 +17,7 @@ type RefundService struct {
 	db     *DB
 	logger *slog.Logger
 	after  *afterCommit
+	lean   *preparedStatements
 }
 
 // NewRefundService returns the refund service over db. relay sends the
@@ -26,27 +27,53 @@ func NewRefundService(db *DB, relay ledger.OutboxRelay, logger *slog.Logger) *Re
 	if logger == nil {
 		logger = slog.Default()
 	}
-	return &RefundService{db: db, logger: logger, after: &afterCommit{relay: relay, logger: logger}}
+	return &RefundService{db: db, logger: logger, after: &afterCommit{relay: relay, logger: logger}, lean: leanRefundStatements(db)}
 }
 
 var _ ledger.RefundService = (*RefundService)(nil)
 
-// ApplyRefund applies a refund in one transaction, then relays its
-// notifications in the background.
+// ApplyRefund applies a refund in one transaction, on the lean path
+// (applyRefundLean) or, when its write fails, on the careful one
+// (applyRefund), then relays its notifications in the background.
 func (s *RefundService) ApplyRefund(ctx context.Context, in ledger.RefundInput) (res *ledger.RefundResult, err error) {
 	defer wrap(&err, "postgres.ApplyRefund(%q)", in.TransactionID)
 	now := s.db.now()
-	var msgs []ledger.OutboxMessage
-	err = s.db.Transact(ctx, func(tx *sqlx.Tx) error {
-		var err error
-		res, msgs, err = applyRefund(ctx, tx, s.logger, in, now)
-		return err
-	})
+	if err := s.lean.prepare(ctx); err != nil {
+		return nil, err
+	}
+	res, msgs, err := s.refundInTransaction(ctx, in, now, s.applyRefundLean)
+	var lean *leanWriteError
+	if errors.As(err, &lean) {
+		s.logger.Warn("lean refund write failed; applying the refund on the careful path",
+			"transaction_id", in.TransactionID, "err", lean.err)
+		res, msgs, err = s.refundInTransaction(ctx, in, now, s.applyRefundCareful)
+	}
 	if err != nil {
 		return nil, err
 	}
 	s.after.send(msgs)
 	return res, nil
+}
+
+// refundApplier applies a refund inside a transaction.
+type refundApplier func(ctx context.Context, tx *sqlx.Tx, in ledger.RefundInput, now time.Time) (*ledger.RefundResult, []ledger.OutboxMessage, error)
+
+// refundInTransaction applies a refund with apply in one transaction and
+// returns its result and the outbox messages to relay after commit.
+func (s *RefundService) refundInTransaction(ctx context.Context, in ledger.RefundInput, now time.Time, apply refundApplier) (*ledger.RefundResult, []ledger.OutboxMessage, error) {
+	var res *ledger.RefundResult
+	var msgs []ledger.OutboxMessage
+	err := s.db.Transact(ctx, func(tx *sqlx.Tx) error {
+		var err error
+		res, msgs, err = apply(ctx, tx, in, now)
+		return err
+	})
+	return res, msgs, err
+}
+
+// applyRefundCareful is applyRefund with the service's logger.
+func (s *RefundService) applyRefundCareful(ctx context.Context, tx *sqlx.Tx, in ledger.RefundInput, now time.Time) (*ledger.RefundResult, []ledger.OutboxMessage, error) {
+	return applyRefund(ctx, tx, s.logger, in, now)
 }
 
 // WaitRelays blocks until the relays started after commits have finished

@@ -22,6 +22,7 @@ type SaleService struct {
 	feePercent decimal.Decimal
 	logger     *slog.Logger
 	after      *afterCommit
+	lean       *preparedStatements
 }
 
 // SaleOptions configure the sale service.
@@ -43,7 +44,7 @@ func NewSaleService(db *DB, opts SaleOptions) *SaleService {
 		opts.Logger = slog.Default()
 	}
 	return &SaleService{db: db, pending: opts.Pending, feePercent: opts.PlatformFeePercent, logger: opts.Logger,
-		after: &afterCommit{relay: opts.Relay, logger: opts.Logger}}
+		after: &afterCommit{relay: opts.Relay, logger: opts.Logger}, lean: leanSaleStatements(db)}
 }
 
 var _ ledger.SaleService = (*SaleService)(nil)
@@ -60,17 +61,16 @@ func (s *SaleService) RecordSale(ctx context.Context, req ledger.SaleRequest) (r
 	if err != nil {
 		return nil, err
 	}
-	var out saleOutcome
-	var msgs []ledger.OutboxMessage
-	err = s.db.Transact(ctx, func(tx *sqlx.Tx) error {
-		var err error
-		msgs = nil
-		out, err = s.recordSale(ctx, tx, *sale, now)
-		if err == nil {
-			msgs, err = out.brandEvents(ctx, tx, now)
-		}
-		return err
-	})
+	if err := s.lean.prepare(ctx); err != nil {
+		return nil, err
+	}
+	out, msgs, err := s.recordInTransaction(ctx, *sale, now, true)
+	var lean *leanWriteError
+	if errors.As(err, &lean) {
+		s.logger.Warn("lean sale write failed; recording the sale on the careful path",
+			"transaction_id", sale.TransactionID, "err", lean.err)
+		out, msgs, err = s.recordInTransaction(ctx, *sale, now, false)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -81,12 +81,36 @@ func (s *SaleService) RecordSale(ctx context.Context, req ledger.SaleRequest) (r
 	return out.result, nil
 }
 
+// recordInTransaction records a sale in one transaction, on the lean path
+// (no savepoints) or the careful one, and returns its outcome and the
+// outbox messages to relay after commit.
+func (s *SaleService) recordInTransaction(ctx context.Context, sale ledger.Sale, now time.Time, lean bool) (saleOutcome, []ledger.OutboxMessage, error) {
+	var out saleOutcome
+	var msgs []ledger.OutboxMessage
+	err := s.db.Transact(ctx, func(tx *sqlx.Tx) error {
+		var err error
+		msgs = nil
+		out, err = s.recordSale(ctx, tx, sale, now, lean)
+		if err == nil && out.eventsWritten {
+			msgs = out.msgs
+		} else if err == nil {
+			msgs, err = out.brandEvents(ctx, tx, now)
+		}
+		return err
+	})
+	return out, msgs, err
+}
+
 // saleOutcome is what a committed sale transaction answers: a result, or
 // an error the caller gets although the sale is stored (the result then
 // names the stored sale).
 type saleOutcome struct {
 	result *ledger.SaleResult
 	answer error
+	// eventsWritten tells that the brand events are written already (the
+	// lean path), as msgs.
+	eventsWritten bool
+	msgs          []ledger.OutboxMessage
 }
 
 // brandEvents writes the brand webhooks of a recorded real sale
@@ -110,8 +134,9 @@ func answered(result *ledger.SaleResult) (saleOutcome, error) {
 
 // recordSale writes a sale and what follows from it. An error rolls
 // everything back; an outcome's answer is given after commit.
-func (s *SaleService) recordSale(ctx context.Context, tx *sqlx.Tx, sale ledger.Sale, now time.Time) (saleOutcome, error) {
-	prog, err := findProgram(ctx, tx, sale.ProgramID, false)
+func (s *SaleService) recordSale(ctx context.Context, tx *sqlx.Tx, sale ledger.Sale, now time.Time, lean bool) (saleOutcome, error) {
+	sc, err := readSaleContext(ctx, tx, s.lean, sale.ProgramID, sale.TransactionID, sale.CustomerKey)
+	prog := sc.program
 	if err != nil {
 		return saleOutcome{}, err
 	}
@@ -125,12 +150,15 @@ func (s *SaleService) recordSale(ctx context.Context, tx *sqlx.Tx, sale ledger.S
 		res, err := s.recordTestSale(ctx, tx, &sale, now)
 		return saleOutcome{result: res}, err
 	}
-	if err := refuseDuplicate(ctx, tx, sale.TransactionID); err != nil {
-		return saleOutcome{}, err
+	if sc.duplicateOf != 0 {
+		return saleOutcome{}, duplicateSale(sc.duplicateOf)
 	}
-	cust, err := s.attribute(ctx, tx, prog, &sale, now)
+	cust, err := s.attribute(ctx, tx, prog, &sale, sc.customer, now)
 	if err != nil {
 		return saleOutcome{}, err
+	}
+	if lean {
+		return s.recordAttributedLean(ctx, tx, prog, sale, cust, now)
 	}
 	return s.recordAttributed(ctx, tx, prog, sale, cust, now)
 }
@@ -278,8 +306,7 @@ func refuseDuplicate(ctx context.Context, tx *sqlx.Tx, transactionID string) err
 	} else if err != nil {
 		return err
 	}
-	return ledger.NewError(ledger.EDuplicateTransaction, ledger.MsgDuplicateTransaction).
-		WithDetails(map[string]any{"sale_id": id})
+	return duplicateSale(id)
 }
 
 // duplicateOf is the 409 of a transaction id whose insert conflicted. The
@@ -293,24 +320,23 @@ func duplicateOf(ctx context.Context, tx *sqlx.Tx, transactionID string) error {
 }
 
 // attribute finds the customer of a sale in its program: by customer key
-// (a settled lead), else by click id (also a click still in the queue),
-// and locks it, so that the sales of one customer are recorded one at a
-// time.
-func (s *SaleService) attribute(ctx context.Context, tx *sqlx.Tx, prog *ledger.Program, sale *ledger.Sale, now time.Time) (*ledger.Customer, error) {
+// (a settled lead, byKey, read and locked with the program), else by
+// click id (also a click still in the queue), and locks it, so that the
+// sales of one customer are recorded one at a time.
+func (s *SaleService) attribute(ctx context.Context, tx *sqlx.Tx, prog *ledger.Program, sale *ledger.Sale, byKey *ledger.Customer, now time.Time) (*ledger.Customer, error) {
 	if sale.CustomerKey == "" && sale.ClickID == "" {
 		return nil, ledger.NewError(ledger.EInvalid, ledger.MsgCustomerNotFound)
 	}
 	notFound := ledger.NewError(ledger.ENoAttribution, ledger.MsgCustomerNotFound)
 	if sale.CustomerKey != "" {
-		c, err := customerByKey(ctx, tx, prog.ID, sale.CustomerKey)
-		if ledger.ErrorCode(err) != ledger.ENotFound {
-			return c, err
+		if byKey != nil {
+			return byKey, nil
 		}
 		if sale.ClickID == "" {
 			return nil, notFound
 		}
 	}
-	click, err := resolveClick(ctx, tx, s.pending, sale.ClickID)
+	click, err := resolveClick(ctx, tx, s.lean, s.pending, sale.ClickID)
 	if ledger.ErrorCode(err) == ledger.ENotFound {
 		return nil, notFound
 	} else if err != nil {

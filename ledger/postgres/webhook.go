@@ -233,6 +233,25 @@ func brandEvent(ctx context.Context, tx *sqlx.Tx, programID int64, eventType str
 	return msgs, nil
 }
 
+// webhookRows are the outbox rows of one brand event for the endpoints
+// that want it.
+func webhookRows(eventType string, data any, endpoints []int64, now time.Time) ([]outboxRow, error) {
+	if len(endpoints) == 0 {
+		return nil, nil
+	}
+	body, err := ledger.WebhookBody(eventType, now, data)
+	if err != nil {
+		return nil, err
+	}
+	rows := make([]outboxRow, 0, len(endpoints))
+	for _, id := range endpoints {
+		rows = append(rows, outboxRow{taskType: ledger.OutboxTaskWebhook, queue: ledger.OutboxQueueWebhooks, payload: ledger.WebhookMessage{
+			EndpointID: id, MessageID: ledger.NewWebhookMessageID(now), EventType: eventType, Body: body, CreatedAt: now,
+		}})
+	}
+	return rows, nil
+}
+
 // saleEvents writes sale.created for an attributed real sale, and
 // commission.created when the sale earned a commission.
 func saleEvents(ctx context.Context, tx *sqlx.Tx, saleID int64, now time.Time) ([]ledger.OutboxMessage, error) {

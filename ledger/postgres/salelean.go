@@ -1,0 +1,334 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+	"github.com/shopspring/decimal"
+
+	"github.com/partnertrack/partnertrack/ledger"
+)
+
+// The sale endpoint's lean path: everything a real sale needs to know is
+// read before anything is written (program, duplicate and customer by key
+// in one statement, else the customer by click, then enrollment, earlier
+// commissions and webhook endpoints in one), then the sale, its tracking log, the
+// customer's conversion, the platform fee and the commission are written
+// by one statement, and the brand webhooks by one more when the program
+// has endpoints for them. There are no savepoints: when the write fails
+// for another reason than a conflict or a cancelled context, the whole
+// transaction is run again on the careful path (recordAttributed), whose
+// savepoints keep the sale when its commission or its tracking log cannot
+// be written. A failure that repeats therefore answers exactly as the
+// careful path alone would.
+
+// The lean sale path's statements, prepared (leanSaleStatements).
+const (
+	qProgramForSale = `SELECT ` + programColumns + `,
+			(SELECT id FROM sales WHERE processor_event_id = $2) AS duplicate_of, cu.*
+		FROM programs p LEFT JOIN program_keys k ON k.program_id = p.id AND k.mode = 'live'
+		LEFT JOIN LATERAL (
+			SELECT id AS customer_id, partner_id AS customer_partner_id, link_id AS customer_link_id,
+				COALESCE(click_id, '') AS customer_click_id, COALESCE(email, '') AS customer_email,
+				status AS customer_status, COALESCE(processor_customer_id, '') AS customer_processor_id,
+				first_paid_at AS customer_first_paid_at, is_test AS customer_is_test, created_at AS customer_created_at
+			FROM customers WHERE program_id = p.id AND customer_key = $3 AND $3 <> ''
+			FOR NO KEY UPDATE
+		) cu ON true
+		WHERE p.id = $1`
+	qSaleFacts = `
+		SELECT
+			EXISTS (SELECT 1 FROM enrollments WHERE program_id = $1 AND partner_id = $2 AND status = 'active'),
+			EXISTS (SELECT 1 FROM commissions WHERE customer_id = $3),
+			ARRAY(SELECT id FROM webhook_endpoints
+				WHERE program_id = $1 AND deleted_at IS NULL AND $4 = ANY (events) ORDER BY id),
+			ARRAY(SELECT id FROM webhook_endpoints
+				WHERE program_id = $1 AND deleted_at IS NULL AND $5 = ANY (events) ORDER BY id)`
+	qWriteLeanSale = `
+		WITH sale AS (
+			INSERT INTO sales (program_id, customer_id, partner_id, processor_event_id, amount_cents, currency,
+				sale_type, is_recurring, is_test, source, click_id, provider, provider_payment_id, livemode,
+				subscription_id, product_id, metadata, occurred_at, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, false, $9, NULLIF($10, ''), NULLIF($11, ''), NULLIF($12, ''), $13,
+				NULLIF($14, ''), NULLIF($15, ''), $16::jsonb, $17, $18)
+			ON CONFLICT ON CONSTRAINT sales_processor_event_id_key DO NOTHING
+			RETURNING id, occurred_at, click_id
+		), tracking_log AS (
+			INSERT INTO tracking_logs (program_id, event_type, is_test, source, reference, created_at)
+			SELECT $1, 'sale', false, $9, NULLIF($4, ''), $18 FROM sale
+		), customer AS (
+			UPDATE customers SET status = 'conversion', first_paid_at = $20, updated_at = $18
+			WHERE id = $2 AND $19 AND EXISTS (SELECT 1 FROM sale)
+		), lead AS (
+			UPDATE leads SET converted = true
+			WHERE customer_id = $2 AND NOT converted AND $19 AND EXISTS (SELECT 1 FROM sale)
+		), click AS (
+			UPDATE clicks SET converted = true
+			WHERE click_id = $21 AND occurred_at = $22 AND NOT converted AND EXISTS (SELECT 1 FROM sale)
+		), fee AS (
+			INSERT INTO platform_fees (sale_id, program_id, currency, rate_percent, amount_minor, created_at)
+			SELECT id, $1, $6, $23, $24, $18 FROM sale WHERE $19
+		), commission AS (
+			INSERT INTO commissions (program_id, partner_id, sale_id, customer_id, currency, original_minor,
+				amount_minor, status, approve_after, created_at, updated_at)
+			SELECT $1, $3, id, $2, $25, $26, $26, 'pending', $27, $18, $18 FROM sale WHERE $26::bigint IS NOT NULL
+			RETURNING id, approve_after
+		)
+		SELECT sale.id, sale.occurred_at, sale.click_id, commission.id, commission.approve_after
+		FROM sale LEFT JOIN commission ON true`
+)
+
+func leanSaleStatements(db *DB) *preparedStatements {
+	return newPreparedStatements(db, qProgramForSale, qClickByID, qSaleFacts, qWriteLeanSale)
+}
+
+// leanWriteError is a write of the lean path that failed; the sale is
+// recorded again on the careful path.
+type leanWriteError struct{ err error }
+
+func (e *leanWriteError) Error() string { return "lean sale write: " + e.err.Error() }
+func (e *leanWriteError) Unwrap() error { return e.err }
+
+// saleContext is what a sale reads first, in one statement: its program,
+// the id of a sale already recorded with its transaction id (0 when
+// none) and, when it names a customer key, that settled customer, locked
+// for the rest of the transaction (nil when none).
+type saleContext struct {
+	program     *ledger.Program
+	duplicateOf int64
+	customer    *ledger.Customer
+}
+
+type saleContextRow struct {
+	programRow
+	DuplicateOf         sql.NullInt64  `db:"duplicate_of"`
+	CustomerID          sql.NullInt64  `db:"customer_id"`
+	CustomerPartnerID   *int64         `db:"customer_partner_id"`
+	CustomerLinkID      *int64         `db:"customer_link_id"`
+	CustomerClickID     sql.NullString `db:"customer_click_id"`
+	CustomerEmail       sql.NullString `db:"customer_email"`
+	CustomerStatus      sql.NullString `db:"customer_status"`
+	CustomerProcessorID sql.NullString `db:"customer_processor_id"`
+	CustomerFirstPaidAt *time.Time     `db:"customer_first_paid_at"`
+	CustomerIsTest      sql.NullBool   `db:"customer_is_test"`
+	CustomerCreatedAt   sql.NullTime   `db:"customer_created_at"`
+}
+
+// readSaleContext reads a sale's program, duplicate and customer by key.
+// Errors: ENotFound (the program).
+func readSaleContext(ctx context.Context, tx *sqlx.Tx, stmts *preparedStatements, programID int64, transactionID, customerKey string) (saleContext, error) {
+	var row saleContextRow
+	err := stmts.in(ctx, tx, qProgramForSale).GetContext(ctx, &row, programID, transactionID, customerKey)
+	if errors.Is(err, sql.ErrNoRows) {
+		return saleContext{}, notFound("program")
+	} else if err != nil {
+		return saleContext{}, err
+	}
+	sc := saleContext{program: row.program(), duplicateOf: row.DuplicateOf.Int64}
+	if row.CustomerID.Valid {
+		sc.customer = &ledger.Customer{
+			ID: row.CustomerID.Int64, ProgramID: programID, PartnerID: row.CustomerPartnerID, LinkID: row.CustomerLinkID,
+			ClickID: row.CustomerClickID.String, CustomerKey: customerKey, Email: row.CustomerEmail.String,
+			Status: row.CustomerStatus.String, ProcessorCustomerID: row.CustomerProcessorID.String,
+			FirstPaidAt: row.CustomerFirstPaidAt, IsTest: row.CustomerIsTest.Bool, CreatedAt: row.CustomerCreatedAt.Time.UTC(),
+		}
+	}
+	return sc, nil
+}
+
+// duplicateSale is the 409 of a transaction id already recorded as sale id.
+func duplicateSale(id int64) error {
+	return ledger.NewError(ledger.EDuplicateTransaction, ledger.MsgDuplicateTransaction).
+		WithDetails(map[string]any{"sale_id": id})
+}
+
+// saleFacts is what the lean path reads about an attributed customer
+// before writing: whether its partner is enrolled, whether it earned a
+// commission before, and the webhook endpoints of the sale's events.
+type saleFacts struct {
+	enrolled            bool
+	hadCommission       bool
+	saleEndpoints       []int64
+	commissionEndpoints []int64
+}
+
+func readSaleFacts(ctx context.Context, tx *sqlx.Tx, stmts *preparedStatements, programID int64, cust *ledger.Customer) (saleFacts, error) {
+	var f saleFacts
+	var sales, commissions pq.Int64Array
+	err := stmts.in(ctx, tx, qSaleFacts).QueryRowContext(ctx,
+		programID, cust.PartnerID, cust.ID, ledger.EventSaleCreated, ledger.EventCommissionCreated).
+		Scan(&f.enrolled, &f.hadCommission, &sales, &commissions)
+	f.saleEndpoints, f.commissionEndpoints = sales, commissions
+	return f, err
+}
+
+// leanSale is what the one write statement stores.
+type leanSale struct {
+	sale      ledger.Sale
+	cust      *ledger.Customer
+	converts  bool // attributed to a partner: conversion and platform fee
+	firstPaid time.Time
+	fee       platformFee
+	// commission is written when set.
+	commission *leanCommission
+}
+
+// platformFee is the operator's fee on a sale: its rate and amount.
+type platformFee struct {
+	ratePercent decimal.Decimal
+	amountMinor int64
+}
+
+type leanCommission struct {
+	amountMinor  int64
+	currency     ledger.Currency
+	approveAfter time.Time
+}
+
+// leanWritten is what the write statement reports: nothing inserted
+// (the transaction id was taken meanwhile), or the stored sale and
+// commission.
+type leanWritten struct {
+	inserted     bool
+	saleID       int64
+	occurredAt   time.Time
+	clickID      sql.NullString
+	commissionID sql.NullInt64
+	approveAfter sql.NullTime
+}
+
+// writeLeanSale stores a sale and all that follows from it in one
+// statement. The sale insert yields no row when its transaction id is
+// taken; every other write reads that row, so then nothing is written.
+// Foreign keys are checked at the end of the statement, when the sale row
+// exists.
+func writeLeanSale(ctx context.Context, tx *sqlx.Tx, stmts *preparedStatements, l leanSale, now time.Time) (leanWritten, error) {
+	s, c := l.sale, l.cust
+	var metadata *string
+	if len(s.Metadata) > 0 {
+		m := string(s.Metadata)
+		metadata = &m
+	}
+	var clickID *string
+	var clickAt *time.Time
+	if at, ok := ledger.ClickTime(c.ClickID); ok && l.converts {
+		clickID, clickAt = &c.ClickID, &at
+	}
+	var commissionAmount *int64
+	var commissionCurrency *string
+	var approveAfter *time.Time
+	if l.commission != nil {
+		cur := string(l.commission.currency)
+		commissionAmount, commissionCurrency, approveAfter = &l.commission.amountMinor, &cur, &l.commission.approveAfter
+	}
+	var w leanWritten
+	err := stmts.in(ctx, tx, qWriteLeanSale).QueryRowContext(ctx,
+		s.ProgramID, c.ID, c.PartnerID, s.TransactionID, s.AmountCents, string(s.Currency),
+		s.SaleType, s.IsRecurring, s.Source, s.ClickID, s.Provider, s.ProviderPaymentID, s.Livemode,
+		s.SubscriptionID, s.ProductID, metadata, s.OccurredAt, now,
+		l.converts, l.firstPaid, clickID, clickAt, l.fee.ratePercent, l.fee.amountMinor,
+		commissionCurrency, commissionAmount, approveAfter).
+		Scan(&w.saleID, &w.occurredAt, &w.clickID, &w.commissionID, &w.approveAfter)
+	if errors.Is(err, sql.ErrNoRows) {
+		return leanWritten{}, nil
+	}
+	w.inserted = err == nil
+	return w, err
+}
+
+// recordAttributedLean is recordAttributed without savepoints, for the
+// sale endpoint. A write that fails returns a *leanWriteError: the caller
+// records the sale again on the careful path.
+func (s *SaleService) recordAttributedLean(ctx context.Context, tx *sqlx.Tx, prog *ledger.Program, sale ledger.Sale, cust *ledger.Customer, now time.Time) (saleOutcome, error) {
+	if cust.IsTest {
+		return s.recordTestCustomerSale(ctx, tx, sale, cust, now)
+	}
+	facts, err := readSaleFacts(ctx, tx, s.lean, prog.ID, cust)
+	if err != nil {
+		return saleOutcome{}, err
+	}
+	if cust.PartnerID != nil && !facts.enrolled {
+		return saleOutcome{}, ledger.NewError(ledger.ENoAttribution, ledger.MsgNoRelationship)
+	}
+	if sale.ClickID == "" {
+		sale.ClickID = cust.ClickID
+	}
+	plan := leanSale{sale: sale, cust: cust, converts: cust.PartnerID != nil}
+	why := ""
+	if plan.converts {
+		plan.firstPaid = sale.OccurredAt
+		if cust.FirstPaidAt != nil && cust.FirstPaidAt.Before(plan.firstPaid) {
+			plan.firstPaid = *cust.FirstPaidAt
+		}
+		plan.fee = platformFee{ratePercent: s.feePercent, amountMinor: ledger.PercentOf(sale.AmountCents, s.feePercent)}
+		var due bool
+		if due, why = ledger.CommissionDue(prog, plan.firstPaid, sale.OccurredAt, facts.hadCommission); due {
+			amount, cur := ledger.CommissionAmount(prog, sale.AmountCents, sale.Currency)
+			plan.commission = &leanCommission{amountMinor: amount, currency: cur, approveAfter: ledger.ApproveAfter(prog, now)}
+		}
+	}
+	written, err := writeLeanSale(ctx, tx, s.lean, plan, now)
+	if err != nil {
+		if isRetryable(err) || ctx.Err() != nil {
+			return saleOutcome{}, err
+		}
+		return saleOutcome{}, &leanWriteError{err: err}
+	}
+	if !written.inserted {
+		return saleOutcome{}, duplicateOf(ctx, tx, sale.TransactionID)
+	}
+	res := &ledger.SaleResult{SaleID: written.saleID, ProgramID: prog.ID}
+	switch {
+	case !plan.converts:
+		return saleOutcome{result: res, answer: ledger.NewError(ledger.ENoAttribution, ledger.MsgPartnerRequired)}, nil
+	case why == ledger.NotDueNotFirst:
+		res.Message = ledger.MsgSaleNotFirst
+	case plan.commission == nil:
+		res.Message = ledger.MsgSaleDurationOver
+	default:
+		res.CommissionID = &written.commissionID.Int64
+		res.Message = ledger.MsgSaleRecorded
+	}
+	msgs, err := leanSaleEvents(ctx, tx, plan, written, facts, now)
+	return saleOutcome{result: res, msgs: msgs, eventsWritten: true}, err
+}
+
+// leanSaleEvents writes sale.created, and commission.created when the
+// sale earned a commission, for the program's endpoints, in one statement
+// (none when no endpoint wants them). The data are those saleEvents reads
+// back from the stored rows.
+func leanSaleEvents(ctx context.Context, tx *sqlx.Tx, l leanSale, w leanWritten, f saleFacts, now time.Time) ([]ledger.OutboxMessage, error) {
+	d := ledger.SaleEventData{
+		SaleID: w.saleID, ProgramID: l.sale.ProgramID, TransactionID: l.sale.TransactionID,
+		AmountCents: l.sale.AmountCents, Currency: string(l.sale.Currency), CustomerID: &l.cust.ID,
+		PartnerID: l.cust.PartnerID, SaleType: l.sale.SaleType, IsRecurring: l.sale.IsRecurring,
+		OccurredAt: ledger.FormatTime(w.occurredAt),
+	}
+	if w.clickID.Valid {
+		d.ClickID = &w.clickID.String
+	}
+	if w.commissionID.Valid {
+		d.CommissionID = &w.commissionID.Int64
+	}
+	rows, err := webhookRows(ledger.EventSaleCreated, d, f.saleEndpoints, now)
+	if err != nil {
+		return nil, err
+	}
+	if !w.commissionID.Valid {
+		return insertOutboxRows(ctx, tx, rows, now)
+	}
+	c := &ledger.Commission{
+		ID: w.commissionID.Int64, ProgramID: l.sale.ProgramID, PartnerID: *l.cust.PartnerID, SaleID: w.saleID,
+		TransactionID: l.sale.TransactionID, Status: ledger.CommissionPending, AmountMinor: l.commission.amountMinor,
+		Currency: l.commission.currency, ApproveAfter: w.approveAfter.Time.UTC(),
+	}
+	more, err := webhookRows(ledger.EventCommissionCreated, ledger.CommissionCreatedData(c), f.commissionEndpoints, now)
+	if err != nil {
+		return nil, err
+	}
+	return insertOutboxRows(ctx, tx, append(rows, more...), now)
+}
