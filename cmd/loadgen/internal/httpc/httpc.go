@@ -75,7 +75,12 @@ func (c *Client) Do(r *Request, out *[]byte) (int, error) {
 // JSON sends body (encoded as JSON unless nil) and decodes the answer
 // into out; any status but want is an error naming the answer.
 func (c *Client) JSON(method, path, token string, body any, want int, out any) error {
-	r := &Request{Method: method, Path: path, Token: token}
+	return c.JSONWith(method, path, token, nil, body, want, out)
+}
+
+// JSONWith is JSON with extra headers.
+func (c *Client) JSONWith(method, path, token string, header [][2]string, body any, want int, out any) error {
+	r := &Request{Method: method, Path: path, Token: token, Header: header}
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {

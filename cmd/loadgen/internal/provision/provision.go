@@ -121,7 +121,7 @@ func program(c *httpc.Client, o Options, w *World, i int) (Program, error) {
 			ClickID string `json:"click_id"`
 		}
 		body := map[string]any{"affiliate_url": "https://shop-" + n + ".example/landing?aff=" + p.Code}
-		if err := c.JSON("POST", "/api/v1/track/click", "", body, 200, &click); err != nil {
+		if err := c.JSONWith("POST", "/api/v1/track/click", "", seedIP(i, k), body, 200, &click); err != nil {
 			return p, err
 		}
 		if click.ClickID == "" {
@@ -171,6 +171,12 @@ func parallel(ctx context.Context, n, conc int, fn func(i int) error) error {
 		first = ctx.Err()
 	}
 	return first
+}
+
+// seedIP is the client address of seed click k of program i, sent in
+// X-Forwarded-For so that seeding stays under the per-IP click limit.
+func seedIP(i, k int) [][2]string {
+	return [][2]string{{"X-Forwarded-For", fmt.Sprintf("172.%d.%d.%d", 16+(i>>16)&15, (i>>8)&255, (i*8+k)&255)}}
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -1,0 +1,312 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/partnertrack/partnertrack/cmd/loadgen/internal/dataset"
+	"github.com/partnertrack/partnertrack/cmd/loadgen/internal/drive"
+	"github.com/partnertrack/partnertrack/cmd/loadgen/internal/httpc"
+	"github.com/partnertrack/partnertrack/cmd/loadgen/internal/load"
+	"github.com/partnertrack/partnertrack/cmd/loadgen/internal/provision"
+	"github.com/partnertrack/partnertrack/cmd/loadgen/internal/report"
+	"github.com/partnertrack/partnertrack/cmd/loadgen/internal/stack"
+)
+
+// Targets of issue 10.
+const (
+	clickRatio     = 1.3
+	clickP99       = 10 * time.Millisecond
+	sustainedDrain = 5 * time.Second
+	saleRatio      = 0.7
+	saleP99        = 30 * time.Millisecond
+	listingP99     = 50 * time.Millisecond
+	edgeRSS        = 150 << 20
+	workerRSS      = 256 << 20
+)
+
+// world is the provisioned programs, by use.
+type world struct {
+	*provision.World
+	salesMax, salesRate          []provision.Program // sales then refunds; keys spread so none meets its limit
+	clickMax, sustained, listing provision.Program
+	aof                          [2]provision.Program
+}
+
+// measureService runs every phase against the real binaries.
+func (b *bench) measureService(ctx context.Context) error {
+	b.say("== edge and worker")
+	n, err := b.startNode("bench", b.cfg.RedisURL)
+	if err != nil {
+		return err
+	}
+	w, err := b.provision(ctx, n)
+	if err != nil {
+		return fmt.Errorf("provision: %w", err)
+	}
+	b.say("== sales, leads, Stripe events")
+	salesMax, salesRate := b.sales(ctx, n, w)
+	b.aux(ctx, n, w)
+	b.say("== clicks")
+	if err := b.clickIntake(ctx, n, w); err != nil {
+		return err
+	}
+	if err := b.sustainedClicks(ctx, n, w); err != nil {
+		return err
+	}
+	b.say("== Redis AOF")
+	if err := b.aofCost(ctx, w); err != nil {
+		return fmt.Errorf("AOF comparison: %w", err)
+	}
+	b.say("== refunds")
+	b.refunds(ctx, n, salesMax, salesRate)
+	b.say("== listing")
+	if err := b.listingRun(ctx, n, w); err != nil {
+		return fmt.Errorf("listing: %w", err)
+	}
+	edgePeak, err := n.edge.PeakRSS()
+	if err != nil {
+		return err
+	}
+	workerPeak, err := n.worker.PeakRSS()
+	if err != nil {
+		return err
+	}
+	b.fact("edge peak RSS (whole run)", mb(edgePeak))
+	b.fact("worker peak RSS (whole run)", mb(workerPeak))
+	b.target("worker RSS bounded", mb(workerPeak)+" peak over the whole run", "≤ "+mb(workerRSS), workerPeak <= workerRSS)
+	n.stop()
+	return nil
+}
+
+// provision creates the programs of every phase through the operator API.
+func (b *bench) provision(ctx context.Context, n *node) (*world, error) {
+	a := salePrograms(b.p.saleMax, 0)
+	r := salePrograms(b.p.saleRateFor, b.p.saleRate)
+	const singles = 6
+	c := httpc.New(n.addr, 16)
+	start := time.Now()
+	pw, err := provision.Provision(ctx, c, provision.Options{OperatorToken: b.opToken, Tag: b.tag,
+		Programs: a + r + singles, Accounts: true, SeedClicks: 2, Concurrency: 8})
+	if err != nil {
+		return nil, err
+	}
+	ps := pw.Programs
+	w := &world{World: pw, salesMax: ps[:a], salesRate: ps[a : a+r], clickMax: ps[a+r], sustained: ps[a+r+1],
+		listing: ps[a+r+2], aof: [2]provision.Program{ps[a+r+3], ps[a+r+4]}}
+	// Every seed click in Postgres, so that each phase's count starts at 2.
+	want := int64(2 * len(ps))
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		var got int64
+		if err := b.db.QueryRowContext(ctx, `SELECT count(*) FROM clicks`).Scan(&got); err != nil {
+			return nil, err
+		}
+		if got >= want {
+			break
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("%d of %d seed clicks in Postgres after 60 s", got, want)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	b.say("provisioned %d programs (%d seed clicks) in %s", len(ps), want, time.Since(start).Round(100*time.Millisecond))
+	return w, nil
+}
+
+// sales measures sales at max and at the fixed rate, on programs of
+// their own, and returns them for the refunds.
+func (b *bench) sales(ctx context.Context, n *node, w *world) (*drive.Sales, *drive.Sales) {
+	conns := b.cfg.Conns
+	max := drive.NewSales(httpc.New(n.addr, conns), w.salesMax, "txn-"+b.tag+"-max", conns)
+	res := load.Run(ctx, load.Options{Workers: conns, Duration: b.p.saleMax}, max.Do)
+	row := report.Row{Name: "sales at max", Result: res, Ceiling: "raw tx", Base: b.ceil["raw"]}
+	b.row(row)
+	b.target("sales at max", fmt.Sprintf("%.2f× raw tx (%s)", row.Ratio(), report.Rate(res.Throughput())),
+		fmt.Sprintf("≥ %.2f×", saleRatio), row.Ratio() >= saleRatio && res.Success() == res.Sent)
+
+	pool := load.PoolSize(b.p.saleRate) * 2
+	rate := drive.NewSales(httpc.New(n.addr, pool), w.salesRate, "txn-"+b.tag+"-rate", pool)
+	res = load.Run(ctx, load.Options{Rate: b.p.saleRate, Workers: pool, Duration: b.p.saleRateFor}, rate.Do)
+	b.row(report.Row{Name: fmt.Sprintf("sales at %s", report.Rate(b.p.saleRate)), Result: res})
+	b.target(fmt.Sprintf("sales p99 at %s", report.Rate(b.p.saleRate)), b.rateMeasured(res), "p99 ≤ "+report.Ms(saleP99)+", all sent on time and answered 2xx",
+		rateOK(res, saleP99))
+	return max, rate
+}
+
+// refunds refunds the sales of both sale phases (a minute or more later,
+// so that each key's window has room again).
+func (b *bench) refunds(ctx context.Context, n *node, max, rate *drive.Sales) {
+	conns := b.cfg.Conns
+	madeMax := int64(len(max.Made()))
+	res := load.Run(ctx, load.Options{Workers: conns, Duration: b.p.saleMax, Limit: madeMax}, max.Refunds())
+	row := report.Row{Name: "refunds at max", Result: res, Ceiling: "raw tx", Base: b.ceil["raw"],
+		Note: fmt.Sprintf("%d sales to refund", madeMax)}
+	b.row(row)
+	b.target("refunds at max", fmt.Sprintf("%.2f× raw tx (%s)", row.Ratio(), report.Rate(res.Throughput())),
+		fmt.Sprintf("≥ %.2f×", saleRatio), row.Ratio() >= saleRatio && res.Success() == res.Sent)
+
+	pool := load.PoolSize(b.p.saleRate) * 2
+	madeRate := int64(len(rate.Made()))
+	res = load.Run(ctx, load.Options{Rate: b.p.saleRate, Workers: pool, Duration: b.p.saleRateFor, Limit: madeRate}, rate.Refunds())
+	b.row(report.Row{Name: fmt.Sprintf("refunds at %s", report.Rate(b.p.saleRate)), Result: res,
+		Note: fmt.Sprintf("%d sales to refund", madeRate)})
+	b.target(fmt.Sprintf("refunds p99 at %s", report.Rate(b.p.saleRate)), b.rateMeasured(res),
+		"p99 ≤ "+report.Ms(saleP99)+", all sent on time and answered 2xx", rateOK(res, saleP99))
+}
+
+// aux measures server-mode leads and Stripe events at max (no targets).
+func (b *bench) aux(ctx context.Context, n *node, w *world) {
+	conns := 16
+	res := load.Run(ctx, load.Options{Workers: conns, Duration: b.p.aux}, drive.Leads(httpc.New(n.addr, conns), w.salesRate, b.tag))
+	b.row(report.Row{Name: "leads at max", Result: res})
+	res = load.Run(ctx, load.Options{Workers: conns, Duration: b.p.aux}, drive.Stripe(httpc.New(n.addr, conns), w.salesMax, b.secret))
+	b.row(report.Row{Name: "Stripe events at max", Result: res, Note: "stored, then enqueued"})
+}
+
+// rateMeasured describes a fixed-rate run for its target line.
+func (b *bench) rateMeasured(res *load.Result) string {
+	return fmt.Sprintf("p99 %s, %s, %d late, %d unsent, %d of %d 2xx", report.Ms(res.Latency.Quantile(0.99)),
+		report.Rate(res.Throughput()), res.Late, res.Unsent, res.Success(), res.Sent)
+}
+
+// rateOK: the p99 holds and every request was sent and answered 2xx.
+// Late starts are charged in the latency already.
+func rateOK(res *load.Result, p99 time.Duration) bool {
+	return res.Sent > 0 && res.Latency.Quantile(0.99) <= p99 && res.Unsent == 0 && res.Success() == res.Sent
+}
+
+// clickIntake measures click intake at max over many client addresses
+// and how long until every accepted click is in Postgres.
+func (b *bench) clickIntake(ctx context.Context, n *node, w *world) error {
+	conns := b.cfg.Conns
+	before, err := b.clicksIn(ctx, w.clickMax.ID)
+	if err != nil {
+		return err
+	}
+	res := load.Run(ctx, load.Options{Workers: conns, Duration: b.p.clickMax},
+		drive.Clicks(httpc.New(n.addr, conns), []provision.Program{w.clickMax}, 0))
+	took, got, ok := b.waitClicks(ctx, w.clickMax.ID, before+res.Success(), b.p.drainWait)
+	note := fmt.Sprintf("all %d accepted clicks in Postgres %s after the load", res.Success(), took.Round(10*time.Millisecond))
+	if !ok {
+		note = fmt.Sprintf("only %d of %d accepted clicks in Postgres %s after the load", got-before, res.Success(), took.Round(time.Second))
+	}
+	row := report.Row{Name: "clicks at max", Result: res, Ceiling: "enqueue", Base: b.ceil["enqueue"], Note: note}
+	b.row(row)
+	b.target("click intake", fmt.Sprintf("%.2f× fiber+enqueue (%s), p99 %s, %d of %d 2xx", row.Ratio(), report.Rate(res.Throughput()),
+		report.Ms(res.Latency.Quantile(0.99)), res.Success(), res.Sent),
+		fmt.Sprintf("≥ %.2f×, p99 ≤ %s", clickRatio, report.Ms(clickP99)),
+		row.Ratio() >= clickRatio && res.Latency.Quantile(0.99) <= clickP99 && res.Success() == res.Sent)
+	b.fact("clicks at max vs bare fiber", fmt.Sprintf("%.2f×", res.Throughput()/b.ceil["bare"]))
+	return nil
+}
+
+// sustainedClicks runs clicks at the fixed rate while sampling the
+// backlog (accepted clicks not yet in Postgres, and tasks in the
+// namespace's queues), then waits for the last accepted click.
+func (b *bench) sustainedClicks(ctx context.Context, n *node, w *world) error {
+	before, err := b.clicksIn(ctx, w.sustained.ID)
+	if err != nil {
+		return err
+	}
+	pool := load.PoolSize(b.p.sustainedRate)
+	var accepted counter
+	sampler := newBacklogSampler(b, w.sustained.ID, before, &accepted)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); sampler.run(ctx, stop) }()
+	res := load.Run(ctx, load.Options{Rate: b.p.sustainedRate, Workers: pool, Duration: b.p.sustained, Accepted: &accepted},
+		drive.Clicks(httpc.New(n.addr, pool), []provision.Program{w.sustained}, 1<<20))
+	took, got, ok := b.waitClicks(ctx, w.sustained.ID, before+res.Success(), b.p.drainWait)
+	close(stop)
+	wg.Wait()
+	edgePeak, err := n.edge.PeakRSS()
+	if err != nil {
+		return err
+	}
+	workerPeak, _ := n.worker.PeakRSS()
+	name := fmt.Sprintf("clicks at %s for %s", report.Rate(b.p.sustainedRate), b.p.sustained)
+	drain := fmt.Sprintf("all in Postgres %s after", took.Round(10*time.Millisecond))
+	if !ok {
+		drain = fmt.Sprintf("%d of %d in Postgres %s after", got-before, res.Success(), took.Round(time.Second))
+	}
+	b.row(report.Row{Name: name, Result: res, Note: fmt.Sprintf("backlog max %d clicks (%d queued tasks), %s", sampler.maxLag, sampler.maxTasks, drain)})
+	bound := int64(b.p.sustainedRate * sustainedDrain.Seconds())
+	b.target(name, fmt.Sprintf("%s, %d late, %d unsent, %d of %d 2xx, backlog max %d, %s", report.Rate(res.Throughput()),
+		res.Late, res.Unsent, res.Success(), res.Sent, sampler.maxLag, drain),
+		fmt.Sprintf("every click sent and accepted, backlog ≤ %d (%s of load), all in Postgres ≤ %s after", bound, sustainedDrain, sustainedDrain),
+		res.Unsent == 0 && res.Success() == res.Sent && res.Throughput() >= 0.98*b.p.sustainedRate &&
+			sampler.maxLag <= bound && ok && took <= sustainedDrain)
+	b.target("edge RSS at full click load", mb(edgePeak)+" peak after clicks at max and sustained", "≤ "+mb(edgeRSS), edgePeak <= edgeRSS)
+	b.fact("worker peak RSS after clicks", mb(workerPeak))
+	return nil
+}
+
+// aofCost measures click intake at max on two private redis-servers, one
+// without persistence and one with AOF (appendfsync everysec).
+func (b *bench) aofCost(ctx context.Context, w *world) error {
+	var thr [2]float64
+	for i, aof := range []bool{false, true} {
+		dir, err := mkdir(b.tmp, fmt.Sprintf("redis-%v", aof))
+		if err != nil {
+			return err
+		}
+		r, err := stack.StartRedis(dir, aof, b.tmp)
+		if err != nil {
+			return err
+		}
+		b.procs = append(b.procs, r.Process)
+		name := "noaof"
+		if aof {
+			name = "aof"
+		}
+		n, err := b.startNode(name, r.URL)
+		if err != nil {
+			return err
+		}
+		res := load.Run(ctx, load.Options{Workers: b.cfg.Conns, Duration: b.p.aof},
+			drive.Clicks(httpc.New(n.addr, b.cfg.Conns), []provision.Program{w.aof[i]}, 2<<20))
+		n.stop()
+		r.Stop()
+		label := "clicks at max, Redis without persistence"
+		if aof {
+			label = "clicks at max, Redis AOF everysec"
+		}
+		b.row(report.Row{Name: label, Result: res, Ceiling: "enqueue", Base: b.ceil["enqueue"]})
+		thr[i] = res.Throughput()
+	}
+	if thr[0] > 0 {
+		b.fact("AOF everysec cost on click intake", fmt.Sprintf("%.2f× the throughput without persistence (%s vs %s)",
+			thr[1]/thr[0], report.Rate(thr[1]), report.Rate(thr[0])))
+	}
+	return nil
+}
+
+// listingRun loads the listing program's clicks straight into Postgres
+// and measures the dashboard listing at a fixed rate.
+func (b *bench) listingRun(ctx context.Context, n *node, w *world) error {
+	took, err := dataset.Load(ctx, b.dbURL, dataset.Clicks{ProgramID: w.listing.ID, PartnerID: w.listing.PartnerID,
+		LinkID: w.listing.LinkID, N: b.p.listingClicks, Span: 50 * 24 * time.Hour, Workers: 2})
+	if err != nil {
+		return err
+	}
+	b.fact("listing clicks loaded", fmt.Sprintf("%d in %s", b.p.listingClicks, took.Round(time.Second)))
+	pool := 16
+	res := load.Run(ctx, load.Options{Rate: b.p.listingRate, Workers: pool, Duration: b.p.listing},
+		drive.Listing(httpc.New(n.addr, pool), w.listing.ID, w.OwnerToken, time.Now()))
+	name := fmt.Sprintf("listing on %s clicks", millions(b.p.listingClicks))
+	b.row(report.Row{Name: name, Result: res, Note: "four dashboard queries in turn"})
+	b.target(fmt.Sprintf("listing p99 on %s clicks", millions(b.p.listingClicks)), b.rateMeasured(res),
+		"p99 ≤ "+report.Ms(listingP99), rateOK(res, listingP99))
+	return nil
+}
+
+func millions(n int64) string {
+	if n%1_000_000 == 0 {
+		return fmt.Sprintf("%dM", n/1_000_000)
+	}
+	return fmt.Sprintf("%d", n)
+}
