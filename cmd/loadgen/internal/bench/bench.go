@@ -217,10 +217,9 @@ func (b *bench) service(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := mig.WaitLog("schema version", 120*time.Second); err != nil {
+	if err := mig.Wait(120 * time.Second); err != nil {
 		return err
 	}
-	mig.Stop()
 	if b.db, err = sql.Open("postgres", b.dbURL); err != nil {
 		return err
 	}
@@ -352,7 +351,6 @@ func randHex(n int) string {
 
 // counter is an accepted-click counter shared with a sampler.
 type counter = atomic.Int64
-
 
 func mkdir(parent, name string) (string, error) {
 	dir := filepath.Join(parent, name)

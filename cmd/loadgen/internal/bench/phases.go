@@ -27,11 +27,16 @@ const (
 	workerRSS      = 256 << 20
 )
 
+// maxLeadRate bounds the leads a max phase can send, to size the clicks
+// made for them beforehand.
+const maxLeadRate = 3000
+
 // world is the provisioned programs, by use.
 type world struct {
 	*provision.World
 	salesMax, salesRate          []provision.Program // sales then refunds; keys spread so none meets its limit
 	clickMax, sustained, listing provision.Program
+	leads                        provision.Program
 	aof                          [2]provision.Program
 }
 
@@ -85,7 +90,7 @@ func (b *bench) measureService(ctx context.Context) error {
 func (b *bench) provision(ctx context.Context, n *node) (*world, error) {
 	a := salePrograms(b.p.saleMax, 0)
 	r := salePrograms(b.p.saleRateFor, b.p.saleRate)
-	const singles = 6
+	const singles = 6 // clicks at max, sustained, listing, two AOF, leads
 	c := httpc.New(n.addr, 16)
 	start := time.Now()
 	pw, err := provision.Provision(ctx, c, provision.Options{OperatorToken: b.opToken, Tag: b.tag,
@@ -95,7 +100,7 @@ func (b *bench) provision(ctx context.Context, n *node) (*world, error) {
 	}
 	ps := pw.Programs
 	w := &world{World: pw, salesMax: ps[:a], salesRate: ps[a : a+r], clickMax: ps[a+r], sustained: ps[a+r+1],
-		listing: ps[a+r+2], aof: [2]provision.Program{ps[a+r+3], ps[a+r+4]}}
+		listing: ps[a+r+2], aof: [2]provision.Program{ps[a+r+3], ps[a+r+4]}, leads: ps[a+r+5]}
 	// Every seed click in Postgres, so that each phase's count starts at 2.
 	want := int64(2 * len(ps))
 	deadline := time.Now().Add(60 * time.Second)
@@ -160,8 +165,14 @@ func (b *bench) refunds(ctx context.Context, n *node, max, rate *drive.Sales) {
 // aux measures server-mode leads and Stripe events at max (no targets).
 func (b *bench) aux(ctx context.Context, n *node, w *world) {
 	conns := 16
-	res := load.Run(ctx, load.Options{Workers: conns, Duration: b.p.aux}, drive.Leads(httpc.New(n.addr, conns), w.salesRate, b.tag))
-	b.row(report.Row{Name: "leads at max", Result: res})
+	c := httpc.New(n.addr, conns)
+	clicks := drive.NewClickIDs(c, w.leads, conns)
+	load.Run(ctx, load.Options{Workers: conns, Duration: time.Minute, Limit: int64(maxLeadRate * b.p.aux.Seconds())}, clicks.Do)
+	if _, _, ok := b.waitClicks(ctx, w.leads.ID, int64(len(clicks.IDs())), b.p.drainWait); !ok {
+		b.note("leads: not every click to lead on was in Postgres before the leads")
+	}
+	res := load.Run(ctx, load.Options{Workers: conns, Duration: b.p.aux}, drive.Leads(c, w.leads, clicks.IDs(), b.tag))
+	b.row(report.Row{Name: "leads at max", Result: res, Note: "server mode, one click each"})
 	res = load.Run(ctx, load.Options{Workers: conns, Duration: b.p.aux}, drive.Stripe(httpc.New(n.addr, conns), w.salesMax, b.secret))
 	b.row(report.Row{Name: "Stripe events at max", Result: res, Note: "stored, then enqueued"})
 }

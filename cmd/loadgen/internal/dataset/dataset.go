@@ -9,6 +9,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 	"time"
 
 	_ "github.com/lib/pq" // the Postgres driver
@@ -49,7 +50,10 @@ func Load(ctx context.Context, dsn string, c Clicks) (time.Duration, error) {
 			rows.Close()
 			return 0, err
 		}
-		names, defs = append(names, name), append(defs, def)
+		// The definition of a partitioned table's index reads "ON ONLY
+		// clicks", which would build the parent's index alone; without
+		// ONLY it is built on every partition too.
+		names, defs = append(names, name), append(defs, strings.Replace(def, " ON ONLY ", " ON ", 1))
 	}
 	rows.Close()
 	for _, n := range names {

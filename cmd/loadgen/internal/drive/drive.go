@@ -6,6 +6,7 @@ package drive
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"time"
@@ -48,13 +49,54 @@ func Clicks(c *httpc.Client, programs []provision.Program, ipBase int64) load.Do
 	}
 }
 
-// Leads posts server-mode leads on the programs' seed clicks, each with a
-// customer key of its own.
-func Leads(c *httpc.Client, programs []provision.Program, tag string) load.Do {
+// ClickIDs records clicks on a program's link and keeps the ids of the
+// accepted ones, for leads (a lead needs a click of its own: a customer
+// past the lead stage refuses another).
+type ClickIDs struct {
+	c    *httpc.Client
+	body []byte
+	ids  [][]string // per worker
+}
+
+// NewClickIDs returns a recorder of clicks on program p.
+func NewClickIDs(c *httpc.Client, p provision.Program, workers int) *ClickIDs {
+	return &ClickIDs{c: c, body: ClickBody(p.Code), ids: make([][]string, workers)}
+}
+
+// Do is the load function.
+func (k *ClickIDs) Do(ctx context.Context, w int, i int64) (int, error) {
+	var out []byte
+	status, err := k.c.Do(&httpc.Request{Method: "POST", Path: "/api/v1/track/click",
+		Header: [][2]string{{"X-Forwarded-For", IP(3<<20 + i%ClientIPs)}}, Body: k.body}, &out)
+	if status == 200 {
+		var r struct {
+			ClickID string `json:"click_id"`
+		}
+		if json.Unmarshal(out, &r) == nil && r.ClickID != "" {
+			k.ids[w] = append(k.ids[w], r.ClickID)
+		}
+	}
+	return status, err
+}
+
+// IDs are the accepted clicks' ids.
+func (k *ClickIDs) IDs() []string {
+	var all []string
+	for _, ids := range k.ids {
+		all = append(all, ids...)
+	}
+	return all
+}
+
+// Leads posts server-mode leads with program p's key, lead i on click i
+// with a customer key of its own; the run ends when the clicks run out.
+func Leads(c *httpc.Client, p provision.Program, clicks []string, tag string) load.Do {
 	return func(ctx context.Context, w int, i int64) (int, error) {
-		p := programs[i%int64(len(programs))]
-		body := `{"click_id":"` + p.Clicks[int(i/int64(len(programs)))%len(p.Clicks)] +
-			`","customer_key":"` + tag + "-cust-" + strconv.FormatInt(i, 10) + `","email":"c` + strconv.FormatInt(i, 10) + `@buyer.example"}`
+		if i >= int64(len(clicks)) {
+			return 0, load.ErrStop
+		}
+		n := strconv.FormatInt(i, 10)
+		body := `{"click_id":"` + clicks[i] + `","customer_key":"` + tag + "-cust-" + n + `","email":"c` + n + `@buyer.example"}`
 		return c.Do(&httpc.Request{Method: "POST", Path: "/api/v1/track/lead", Token: p.Key,
 			Header: [][2]string{{"X-Forwarded-For", IP(i % ClientIPs)}}, Body: []byte(body)}, nil)
 	}

@@ -57,7 +57,9 @@ func Run(ctx context.Context, o Options) error {
 	switch o.Kind {
 	case "click":
 		seeds = 0
-	case "lead", "stripe":
+	case "lead":
+		seeds = 0
+	case "stripe":
 		programs = 8
 	case "sale":
 		programs = int(expected)/100 + 1
@@ -84,7 +86,10 @@ func Run(ctx context.Context, o Options) error {
 	case "click":
 		do = drive.Clicks(c, w.Programs, 0)
 	case "lead":
-		do = drive.Leads(c, w.Programs, tag)
+		clicks := drive.NewClickIDs(c, w.Programs[0], o.Conns)
+		res := load.Run(ctx, load.Options{Workers: o.Conns, Duration: 10 * time.Minute, Limit: int64(expected)}, clicks.Do)
+		fmt.Fprintln(o.Out, report.Row{Name: "clicks to lead on", Result: res}.Line())
+		do = drive.Leads(c, w.Programs[0], clicks.IDs(), tag)
 	case "sale":
 		do = drive.NewSales(c, w.Programs, tag, o.Conns).Do
 	case "refund":

@@ -115,26 +115,57 @@ func (p *Process) Pid() int { return p.cmd.Process.Pid }
 func (p *Process) WaitLog(msg string, timeout time.Duration) (map[string]any, error) {
 	deadline := time.Now().Add(timeout)
 	for {
-		if raw, err := os.ReadFile(p.log); err == nil {
-			sc := bufio.NewScanner(bytes.NewReader(raw))
-			sc.Buffer(make([]byte, 1<<20), 1<<20)
-			for sc.Scan() {
-				if line := sc.Bytes(); bytes.Contains(line, []byte(msg)) {
-					var fields map[string]any
-					json.Unmarshal(line, &fields)
-					return fields, nil
-				}
-			}
-		}
+		exited := false
 		select {
 		case err := <-p.done:
 			p.done <- err
-			return nil, fmt.Errorf("%s exited (%v) before logging %q:\n%s", p.Name, err, msg, p.Tail(20))
-		case <-time.After(100 * time.Millisecond):
+			exited = true
+		default:
 		}
+		if fields, ok := p.findLog(msg); ok {
+			return fields, nil
+		}
+		if exited {
+			return nil, fmt.Errorf("%s exited before logging %q:\n%s", p.Name, msg, p.Tail(20))
+		}
+		time.Sleep(100 * time.Millisecond)
 		if time.Now().After(deadline) {
 			return nil, fmt.Errorf("%s did not log %q within %s:\n%s", p.Name, msg, timeout, p.Tail(20))
 		}
+	}
+}
+
+// findLog looks for a logged line containing msg.
+func (p *Process) findLog(msg string) (map[string]any, bool) {
+	raw, err := os.ReadFile(p.log)
+	if err != nil {
+		return nil, false
+	}
+	sc := bufio.NewScanner(bytes.NewReader(raw))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if line := sc.Bytes(); bytes.Contains(line, []byte(msg)) {
+			var fields map[string]any
+			json.Unmarshal(line, &fields)
+			return fields, true
+		}
+	}
+	return nil, false
+}
+
+// Wait waits for the process to exit and reports a failure with the
+// end of its log.
+func (p *Process) Wait(timeout time.Duration) error {
+	select {
+	case err := <-p.done:
+		p.done <- err
+		if err != nil {
+			return fmt.Errorf("%s: %v:\n%s", p.Name, err, p.Tail(20))
+		}
+		return nil
+	case <-time.After(timeout):
+		p.Stop()
+		return fmt.Errorf("%s did not finish within %s", p.Name, timeout)
 	}
 }
 
