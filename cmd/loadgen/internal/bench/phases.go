@@ -8,6 +8,7 @@ import (
 
 	"github.com/partnertrack/partnertrack/cmd/loadgen/internal/dataset"
 	"github.com/partnertrack/partnertrack/cmd/loadgen/internal/drive"
+	"github.com/partnertrack/partnertrack/cmd/loadgen/internal/hist"
 	"github.com/partnertrack/partnertrack/cmd/loadgen/internal/httpc"
 	"github.com/partnertrack/partnertrack/cmd/loadgen/internal/load"
 	"github.com/partnertrack/partnertrack/cmd/loadgen/internal/provision"
@@ -310,12 +311,17 @@ func (b *bench) listingRun(ctx context.Context, n *node, w *world) error {
 	}
 	b.fact("listing clicks loaded", fmt.Sprintf("%d in %s", b.p.listingClicks, took.Round(time.Second)))
 	pool := 16
-	res := load.Run(ctx, load.Options{Rate: b.p.listingRate, Workers: pool, Duration: b.p.listing},
-		drive.Listing(httpc.New(n.addr, pool), w.listing.ID, w.OwnerToken, time.Now()))
-	name := fmt.Sprintf("listing on %s clicks", millions(b.p.listingClicks))
-	b.row(report.Row{Name: name, Result: res, Note: "four dashboard queries in turn"})
-	b.target(fmt.Sprintf("listing p99 on %s clicks", millions(b.p.listingClicks)), b.rateMeasured(res),
-		"p99 ≤ "+report.Ms(listingP99), rateOK(res, listingP99))
+	c := httpc.New(n.addr, pool)
+	queries := drive.ListingQueries(w.listing.ID, time.Now())
+	all := &load.Result{Latency: hist.New(), Status: map[int]int64{}}
+	for _, q := range queries {
+		res := load.Run(ctx, load.Options{Rate: b.p.listingRate, Workers: pool, Duration: b.p.listing / time.Duration(len(queries))},
+			drive.Listing(c, q, w.OwnerToken))
+		b.row(report.Row{Name: "listing: " + q.Name, Result: res, Note: q.Path})
+		all.Add(res)
+	}
+	b.target(fmt.Sprintf("listing p99 on %s clicks", millions(b.p.listingClicks)), b.rateMeasured(all)+" over the four queries",
+		"p99 ≤ "+report.Ms(listingP99), rateOK(all, listingP99))
 	return nil
 }
 

@@ -169,19 +169,29 @@ func Stripe(c *httpc.Client, programs []provision.Program, secret string) load.D
 	}
 }
 
-// Listing reads the dashboard's tracking-event listing of a program with
-// a dashboard token, cycling through the queries a dashboard makes: the
-// first page of everything, clicks only, a later page, and a date window.
-func Listing(c *httpc.Client, programID int64, token string, now time.Time) load.Do {
+// ListingQuery is one query of the dashboard's tracking-event listing.
+type ListingQuery struct {
+	Name string
+	Path string
+}
+
+// ListingQueries are the queries a dashboard makes of a program's
+// listing: the first page of everything, clicks only, a later page, and
+// clicks of one day three days back.
+func ListingQueries(programID int64, now time.Time) []ListingQuery {
 	base := "/api/tracking/events/" + strconv.FormatInt(programID, 10)
 	day := now.UTC().AddDate(0, 0, -3).Format("2006-01-02")
-	queries := []string{
-		base,
-		base + "?eventType=click&pageSize=100",
-		base + "?page=3&pageSize=25",
-		base + "?eventType=click&dateFrom=" + day + "&dateTo=" + day + "&pageSize=50",
+	return []ListingQuery{
+		{"first page", base},
+		{"clicks, 100 a page", base + "?eventType=click&pageSize=100"},
+		{"page 3 of 25", base + "?page=3&pageSize=25"},
+		{"clicks of one day", base + "?eventType=click&dateFrom=" + day + "&dateTo=" + day + "&pageSize=50"},
 	}
+}
+
+// Listing reads one listing query with a dashboard token.
+func Listing(c *httpc.Client, q ListingQuery, token string) load.Do {
 	return func(ctx context.Context, w int, i int64) (int, error) {
-		return c.Do(&httpc.Request{Method: "GET", Path: queries[i%int64(len(queries))], Token: token}, nil)
+		return c.Do(&httpc.Request{Method: "GET", Path: q.Path, Token: token}, nil)
 	}
 }

@@ -90,6 +90,25 @@ func (r *Result) Success() int64 {
 	return n
 }
 
+// Add merges another run's figures into r (throughput is then over the
+// sum of the elapsed times: runs one after the other).
+func (r *Result) Add(o *Result) {
+	r.Latency.Merge(o.Latency)
+	for s, n := range o.Status {
+		r.Status[s] += n
+	}
+	r.Sent += o.Sent
+	r.Late += o.Late
+	r.Unsent += o.Unsent
+	r.Elapsed += o.Elapsed
+	if r.FirstErr == "" {
+		r.FirstErr = o.FirstErr
+	}
+	if r.Rate == 0 {
+		r.Rate, r.Workers = o.Rate, o.Workers
+	}
+}
+
 // Due is when request i of a run at rate per second is due, after the start.
 func Due(i int64, rate float64) time.Duration {
 	return time.Duration(math.Round(float64(i) * float64(time.Second) / rate))

@@ -120,3 +120,14 @@ func TestMaxRunStopsAtLimitOrSourceEnd(t *testing.T) {
 		t.Fatal("no throughput")
 	}
 }
+
+func TestAddMergesRuns(t *testing.T) {
+	do := func(ctx context.Context, w int, i int64) (int, error) { return 200, nil }
+	a := Run(context.Background(), Options{Workers: 1, Duration: time.Second, Limit: 10}, do)
+	b := Run(context.Background(), Options{Workers: 1, Duration: time.Second, Limit: 5},
+		func(ctx context.Context, w int, i int64) (int, error) { return 500, nil })
+	a.Add(b)
+	if a.Sent != 15 || a.Status[200] != 10 || a.Status[500] != 5 || a.Latency.Count() != 15 {
+		t.Fatalf("merged: sent %d statuses %v count %d", a.Sent, a.Status, a.Latency.Count())
+	}
+}
