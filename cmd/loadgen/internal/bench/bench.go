@@ -89,6 +89,14 @@ func Run(ctx context.Context, cfg Config) (doc report.Document, err error) {
 			err = cerr
 		}
 	}()
+	loadStart := loadAverage()
+	defer func() {
+		if err == nil {
+			doc.Notes = append(doc.Notes, fmt.Sprintf("Load average (1 min) %s at the start and %s at the end: "+
+				"anything above 2 means other work shared the two cores and the figures are lower and noisier than on an idle machine.",
+				loadStart, loadAverage()))
+		}
+	}()
 	if cfg.Quick {
 		b.note("BENCH_QUICK: short phases and %d listing clicks; a smoke check of the bench, not a measurement.", b.p.listingClicks)
 	}
@@ -339,6 +347,19 @@ func machine() string {
 		s += " (" + model + ")"
 	}
 	return s
+}
+
+// loadAverage is the 1-minute load average of the machine.
+func loadAverage() string {
+	raw, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(raw))
+	if len(f) == 0 {
+		return "unknown"
+	}
+	return f[0]
 }
 
 func mb(n int64) string { return strconv.FormatInt(n/(1<<20), 10) + " MB" }

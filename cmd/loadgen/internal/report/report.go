@@ -189,6 +189,17 @@ func (d Document) Markdown() string {
 			fmt.Fprintf(&b, "| %s | %s |\n", f[0], f[1])
 		}
 	}
+	b.WriteString(`
+## What each run is
+
+- **fiber ceiling**, **fiber+enqueue ceiling**: a bare fiber handler that parses the ~330-byte JSON click and answers a small JSON body, and the same plus one asynq enqueue per request on the shared Redis (` + "`loadgen ceiling-server`" + `, a child process).
+- **raw sale transaction**: lock the partner row, insert a sale, insert its commission, update the balance, commit; 16 clients over lib/pq with ` + "`binary_parameters=yes`" + `, in a scratch database.
+- The other runs drive the real ` + "`edge`" + ` and ` + "`worker`" + ` built from the checkout, on a database created for the run and a Redis queue namespace of their own; the edge trusts 127.0.0.1 as a proxy and every click comes from another client address in ` + "`X-Forwarded-For`" + `. Sales and refunds are spread over enough programs that no key meets its limit of 120 a minute. Each sale is attributed to a click; refunds refund those sales in full.
+- **AOF** rows: the same click intake against two private redis-servers, one without persistence and one with ` + "`appendonly yes`, `appendfsync everysec`" + `.
+- **listing**: the dashboard's tracking-event listing of a program whose clicks were bulk-loaded into Postgres, four queries in turn at a fixed rate.
+- Peak RSS is VmHWM from /proc of the edge and the worker.
+- The load generator is a Go fasthttp client on the same cores; on an idle moment it reached 57 k req/s against the bare ceiling where wrk reached 65 k (2026-11-21), so ceilings read about 10 % below what wrk would report, and so do the runs measured against them.
+`)
 	b.WriteString("\nLatency is measured from the intended send time in the fixed-rate runs (no coordinated omission: a request the pool could only start late is charged the wait and counted as late) and from the send in the max runs.\n")
 	return b.String()
 }
