@@ -198,7 +198,7 @@ func (d Document) Markdown() string {
 - **AOF** rows: the same click intake against two private redis-servers, one without persistence and one with ` + "`appendonly yes`, `appendfsync everysec`" + `.
 - **listing**: the dashboard's tracking-event listing of a program whose clicks were bulk-loaded into Postgres, four queries in turn at a fixed rate.
 - Peak RSS is VmHWM from /proc of the edge and the worker.
-- The load generator is a Go fasthttp client on the same cores; on an idle moment it reached 57 k req/s against the bare ceiling where wrk reached 65 k (2026-11-21), so ceilings read about 10 % below what wrk would report, and so do the runs measured against them.
+- The load generator is a Go fasthttp client on the same cores; measured back to back against the bare ceiling on this machine (2026-11-21), it reached 57 k req/s where wrk (2 threads, 64 connections) reached 65 k, so ceilings read about 10 % below what wrk would report, and so do the runs measured against them.
 `)
 	b.WriteString("\nLatency is measured from the intended send time in the fixed-rate runs (no coordinated omission: a request the pool could only start late is charged the wait and counted as late) and from the send in the max runs.\n")
 	return b.String()
