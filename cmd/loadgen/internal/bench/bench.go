@@ -92,9 +92,8 @@ func Run(ctx context.Context, cfg Config) (doc report.Document, err error) {
 	loadStart := loadAverage()
 	defer func() {
 		if err == nil {
-			doc.Notes = append(doc.Notes, fmt.Sprintf("Load average (1 min) %s at the start and %s at the end: "+
-				"anything above 2 means other work shared the two cores and the figures are lower and noisier than on an idle machine.",
-				loadStart, loadAverage()))
+			doc.Notes = append(doc.Notes, fmt.Sprintf("Load average (1 min) %s when the bench started: above about 1, other work "+
+				"was already using the two cores, and the figures are lower and noisier than on an idle machine.", loadStart))
 		}
 	}()
 	if cfg.Quick {
