@@ -177,7 +177,11 @@ func (d Document) Markdown() string {
 		}
 		note := r.Note
 		if res.Late > 0 || res.Unsent > 0 {
-			note = strings.TrimSpace(fmt.Sprintf("late %d, unsent %d. %s", res.Late, res.Unsent, note))
+			late := fmt.Sprintf("late %d, unsent %d", res.Late, res.Unsent)
+			if note != "" {
+				late += "; " + note
+			}
+			note = late
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.Name, mode(res), Rate(res.Throughput()), ratio,
 			Ms(res.Latency.Quantile(0.5)), Ms(res.Latency.Quantile(0.9)), Ms(res.Latency.Quantile(0.99)), Ms(res.Latency.Max()),

@@ -80,7 +80,7 @@ func TestMarkdown(t *testing.T) {
 	}.Markdown()
 	for _, want := range []string{"    make bench\n", "2026-11-21 05:00 UTC", "in 7m1s", "- noisy\n",
 		"| sales p99 | 1.00 ms | ≤ 30 ms | ok |", "1 passed, 0 failed.",
-		"| sales 1k/s | 1000/s fixed, pool 64 | 10/s | 0.50× raw tx |", "late 3, unsent 0. a/b", "| edge peak RSS | 88 MB |"} {
+		"| sales 1k/s | 1000/s fixed, pool 64 | 10/s | 0.50× raw tx |", "late 3, unsent 0; a/b", "| edge peak RSS | 88 MB |"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md)
 		}
