@@ -252,11 +252,16 @@ func (b *bench) env(redisURL string) map[string]string {
 
 // node is an edge and a worker over one Redis.
 type node struct {
-	edge, worker *stack.Process
-	addr         string
+	name, redisURL string
+	edge, worker   *stack.Process
+	addr           string
+	workers        int   // workers started so far
+	workerPeak     int64 // the highest peak RSS of the workers stopped so far
 }
 
-func (b *bench) startNode(name, redisURL string) (*node, error) {
+// startNode starts an edge and, when asked, its worker.
+func (b *bench) startNode(name, redisURL string, withWorker bool) (*node, error) {
+	n := &node{name: name, redisURL: redisURL}
 	edge, err := stack.Start(name+"-edge", b.bins["edge"], nil, b.env(redisURL), b.tmp)
 	if err != nil {
 		return nil, err
@@ -266,21 +271,53 @@ func (b *bench) startNode(name, redisURL string) (*node, error) {
 	if err != nil {
 		return nil, err
 	}
-	worker, err := stack.Start(name+"-worker", b.bins["worker"], nil, b.env(redisURL), b.tmp)
+	n.edge = edge
+	n.addr, _ = line["addr"].(string)
+	if !withWorker {
+		return n, nil
+	}
+	return n, b.startWorker(n)
+}
+
+// startWorker starts the node's worker (every queue, the scheduler).
+func (b *bench) startWorker(n *node) error {
+	n.workers++
+	worker, err := stack.Start(fmt.Sprintf("%s-worker%d", n.name, n.workers), b.bins["worker"], nil, b.env(n.redisURL), b.tmp)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	b.procs = append(b.procs, worker)
 	if _, err := worker.WaitLog("worker started", 60*time.Second); err != nil {
-		return nil, err
+		return err
 	}
-	addr, _ := line["addr"].(string)
-	return &node{edge: edge, worker: worker, addr: addr}, nil
+	n.worker = worker
+	return nil
+}
+
+// stopWorker stops the node's worker, keeping its peak RSS.
+func (n *node) stopWorker() {
+	if n.worker == nil {
+		return
+	}
+	if peak, err := n.worker.PeakRSS(); err == nil && peak > n.workerPeak {
+		n.workerPeak = peak
+	}
+	n.worker.Stop()
+	n.worker = nil
+}
+
+// peakWorkerRSS is the highest peak RSS of the node's workers so far.
+func (n *node) peakWorkerRSS() (int64, error) {
+	if n.worker == nil {
+		return n.workerPeak, nil
+	}
+	peak, err := n.worker.PeakRSS()
+	return max(peak, n.workerPeak), err
 }
 
 func (n *node) stop() {
 	n.edge.Stop()
-	n.worker.Stop()
+	n.stopWorker()
 }
 
 // cleanup stops every process, deletes the namespace from the shared
