@@ -53,8 +53,7 @@ func (b *bench) measureService(ctx context.Context) error {
 		return fmt.Errorf("provision: %w", err)
 	}
 	// Click intake first, nearest in time to the ceilings it is a ratio
-	// to; the sustained clicks and the AOF runs then leave the sale keys
-	// more than a minute before their refunds.
+	// to.
 	b.say("== clicks at max")
 	if err := b.clickIntake(ctx, n, w); err != nil {
 		return err
@@ -146,8 +145,8 @@ func (b *bench) sales(ctx context.Context, n *node, w *world) (*drive.Sales, *dr
 	return max, rate
 }
 
-// refunds refunds the sales of both sale phases (a minute or more later,
-// so that each key's window has room again).
+// refunds refunds the sales of both sale phases, with the keys that made
+// them (each key has room for its sales and their refunds in one minute).
 func (b *bench) refunds(ctx context.Context, n *node, max, rate *drive.Sales) {
 	conns := b.cfg.Conns
 	madeMax := int64(len(max.Made()))

@@ -33,9 +33,10 @@ func planFor(quick bool) plan {
 		listingRate: 100, drainWait: 120 * time.Second}
 }
 
-// perKey is how many sale and refund calls one program key takes in a
-// phase: under the limit of 120 a minute with room to spare.
-const perKey = 100
+// perKey is how many sales one program key takes in a phase: with the
+// refunds of those sales, 100 calls, under the limit of 120 a minute even
+// when the sales and their refunds fall in the same minute.
+const perKey = 50
 
 // maxSaleRate bounds the sales a max phase can make, to size the number
 // of programs (keys) it spreads over.
