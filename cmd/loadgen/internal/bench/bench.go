@@ -66,7 +66,9 @@ type bench struct {
 	facts   [][2]string
 	targets []report.Target
 	notes   []string
-	ceil    map[string]float64
+	ceil    map[string]float64 // the best run of each ceiling so far
+
+	ceilingRound, rawRound int
 }
 
 // Run runs the bench and returns the document it measured; an error
@@ -153,8 +155,12 @@ func (b *bench) build(ctx context.Context) error {
 }
 
 // ceilings measures the bare fiber handler and the one that enqueues,
-// each in a child process, at max with the bench's connections.
+// each in a child process, at max with the bench's connections. It runs
+// twice, at the start and right before the click intake; each ceiling is
+// the better of its two runs (other work on the machine only ever lowers
+// a figure, so the better one is the conservative ceiling).
 func (b *bench) ceilings(ctx context.Context) error {
+	b.ceilingRound++
 	queue := b.ns + "ceiling"
 	for _, mode := range []ceiling.Mode{ceiling.Bare, ceiling.Enqueue} {
 		args := []string{"ceiling-server", "--mode", string(mode), "--listen", "127.0.0.1:0"}
@@ -177,9 +183,9 @@ func (b *bench) ceilings(ctx context.Context) error {
 			return c.Do(&httpc.Request{Method: "POST", Path: "/api/v1/track/click", Body: body}, nil)
 		})
 		p.Stop()
-		name := "fiber ceiling"
+		name := fmt.Sprintf("fiber ceiling (%d)", b.ceilingRound)
 		if mode == ceiling.Enqueue {
-			name = "fiber+enqueue ceiling"
+			name = fmt.Sprintf("fiber+enqueue ceiling (%d)", b.ceilingRound)
 			if err := ceiling.DeleteQueue(b.cfg.RedisURL, queue); err != nil {
 				return fmt.Errorf("delete the ceiling queue: %w", err)
 			}
@@ -187,15 +193,18 @@ func (b *bench) ceilings(ctx context.Context) error {
 		if res.Success() == 0 {
 			return fmt.Errorf("%s answered nothing: %s %s", name, report.Statuses(res.Status), res.FirstErr)
 		}
-		b.ceil[string(mode)] = res.Throughput()
+		b.ceil[string(mode)] = max(b.ceil[string(mode)], res.Throughput())
 		b.row(report.Row{Name: name, Result: res})
 	}
 	return nil
 }
 
 // rawBaseline runs the raw sale-shaped transaction in a scratch database.
+// Like the ceilings it runs twice (at the start and right before the
+// sales) and the better run is the baseline.
 func (b *bench) rawBaseline(ctx context.Context) error {
-	name := "pt_bench_raw_" + b.tag
+	b.rawRound++
+	name := fmt.Sprintf("pt_bench_raw_%s_%d", b.tag, b.rawRound)
 	dsn, err := stack.CreateDB(b.cfg.AdminURL, name)
 	if err != nil {
 		return err
@@ -208,8 +217,8 @@ func (b *bench) rawBaseline(ctx context.Context) error {
 	if res.Success() == 0 {
 		return fmt.Errorf("no raw sale transaction committed: %s", res.FirstErr)
 	}
-	b.ceil["raw"] = res.Throughput()
-	b.row(report.Row{Name: "raw sale transaction", Result: res, Note: "16 clients, lib/pq binary_parameters=yes"})
+	b.ceil["raw"] = max(b.ceil["raw"], res.Throughput())
+	b.row(report.Row{Name: fmt.Sprintf("raw sale transaction (%d)", b.rawRound), Result: res, Note: "16 clients, lib/pq binary_parameters=yes"})
 	return nil
 }
 

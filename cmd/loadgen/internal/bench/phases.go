@@ -52,11 +52,20 @@ func (b *bench) measureService(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("provision: %w", err)
 	}
-	// Click intake first, nearest in time to the ceilings it is a ratio
-	// to.
+	// Click intake right after the second round of ceilings, and sales
+	// right after the second raw baseline: each as near in time to its
+	// ceiling as can be.
+	b.say("== ceilings again")
+	if err := b.ceilings(ctx); err != nil {
+		return fmt.Errorf("ceilings: %w", err)
+	}
 	b.say("== clicks at max")
 	if err := b.clickIntake(ctx, n, w); err != nil {
 		return err
+	}
+	b.say("== raw sale transaction again")
+	if err := b.rawBaseline(ctx); err != nil {
+		return fmt.Errorf("raw sale transaction: %w", err)
 	}
 	b.say("== sales, leads, Stripe events")
 	salesMax, salesRate := b.sales(ctx, n, w)
@@ -274,44 +283,54 @@ func (b *bench) sustainedClicks(ctx context.Context, n *node, w *world) error {
 // aofCost measures click intake at max on two private redis-servers, one
 // without persistence and one with AOF (appendfsync everysec), with no
 // worker draining them (the clicks stay in the private Redis, which is
-// discarded).
+// discarded). Two rounds alternate the two, and each keeps its better run,
+// so that other work on the machine weighs on both alike.
 func (b *bench) aofCost(ctx context.Context, w *world) error {
-	var thr [2]float64
-	for i, aof := range []bool{false, true} {
-		dir, err := mkdir(b.tmp, fmt.Sprintf("redis-%v", aof))
-		if err != nil {
-			return err
+	var best [2]float64
+	for round := 1; round <= 2; round++ {
+		for i, aof := range []bool{false, true} {
+			thr, err := b.aofRun(ctx, w.aof[i], aof, round)
+			if err != nil {
+				return err
+			}
+			best[i] = max(best[i], thr)
 		}
-		r, err := stack.StartRedis(dir, aof, b.tmp)
-		if err != nil {
-			return err
-		}
-		b.procs = append(b.procs, r.Process)
-		name := "noaof"
-		if aof {
-			name = "aof"
-		}
-		// Intake only, as in the ceiling: no worker drains this Redis.
-		n, err := b.startNode(name, r.URL, false)
-		if err != nil {
-			return err
-		}
-		res := load.Run(ctx, load.Options{Workers: b.cfg.Conns, Duration: b.p.aof},
-			drive.Clicks(httpc.New(n.addr, b.cfg.Conns), []provision.Program{w.aof[i]}, 2<<20))
-		n.stop()
-		r.Stop()
-		label := "clicks at max, Redis without persistence"
-		if aof {
-			label = "clicks at max, Redis AOF everysec"
-		}
-		b.row(report.Row{Name: label, Result: res, Ceiling: "enqueue", Base: b.ceil["enqueue"]})
-		thr[i] = res.Throughput()
 	}
-	if thr[0] > 0 {
-		b.fact("AOF everysec cost on click intake", fmt.Sprintf("%.2f× the throughput without persistence (%s vs %s)",
-			thr[1]/thr[0], report.Rate(thr[1]), report.Rate(thr[0])))
+	if best[0] > 0 {
+		b.fact("AOF everysec cost on click intake", fmt.Sprintf("%.2f× the throughput without persistence (%s vs %s, better of two rounds each)",
+			best[1]/best[0], report.Rate(best[1]), report.Rate(best[0])))
 	}
 	return nil
+}
+
+// aofRun is one click intake run on a fresh private Redis.
+func (b *bench) aofRun(ctx context.Context, p provision.Program, aof bool, round int) (float64, error) {
+	name := fmt.Sprintf("noaof%d", round)
+	label := "clicks at max, Redis without persistence"
+	if aof {
+		name = fmt.Sprintf("aof%d", round)
+		label = "clicks at max, Redis AOF everysec"
+	}
+	dir, err := mkdir(b.tmp, "redis-"+name)
+	if err != nil {
+		return 0, err
+	}
+	r, err := stack.StartRedis(dir, aof, b.tmp)
+	if err != nil {
+		return 0, err
+	}
+	b.procs = append(b.procs, r.Process)
+	defer r.Stop()
+	// Intake only, as in the ceiling: no worker drains this Redis.
+	n, err := b.startNode(name, r.URL, false)
+	if err != nil {
+		return 0, err
+	}
+	defer n.stop()
+	res := load.Run(ctx, load.Options{Workers: b.cfg.Conns, Duration: b.p.aof},
+		drive.Clicks(httpc.New(n.addr, b.cfg.Conns), []provision.Program{p}, int64(2+round)<<20))
+	b.row(report.Row{Name: fmt.Sprintf("%s (%d)", label, round), Result: res, Ceiling: "enqueue", Base: b.ceil["enqueue"]})
+	return res.Throughput(), nil
 }
 
 // listingRun loads the listing program's clicks straight into Postgres

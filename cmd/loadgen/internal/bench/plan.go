@@ -11,7 +11,7 @@ type plan struct {
 	saleRateFor   time.Duration // …for this long
 	aux           time.Duration // leads and Stripe events at max
 	clickMax      time.Duration // click intake at max
-	aof           time.Duration // click intake at max on each private Redis
+	aof           time.Duration // click intake at max on each private Redis, per round
 	sustainedRate float64
 	sustained     time.Duration
 	listingClicks int64
@@ -22,13 +22,13 @@ type plan struct {
 
 func planFor(quick bool) plan {
 	if quick {
-		return plan{ceiling: 3 * time.Second, raw: 3 * time.Second, saleMax: 3 * time.Second, saleRate: 1000,
-			saleRateFor: 5 * time.Second, aux: 2 * time.Second, clickMax: 4 * time.Second, aof: 3 * time.Second,
+		return plan{ceiling: 2 * time.Second, raw: 2 * time.Second, saleMax: 3 * time.Second, saleRate: 1000,
+			saleRateFor: 5 * time.Second, aux: 2 * time.Second, clickMax: 4 * time.Second, aof: 2 * time.Second,
 			sustainedRate: 10000, sustained: 10 * time.Second, listingClicks: 1_000_000, listing: 3 * time.Second,
 			listingRate: 100, drainWait: 60 * time.Second}
 	}
 	return plan{ceiling: 10 * time.Second, raw: 10 * time.Second, saleMax: 10 * time.Second, saleRate: 1000,
-		saleRateFor: 20 * time.Second, aux: 5 * time.Second, clickMax: 15 * time.Second, aof: 8 * time.Second,
+		saleRateFor: 20 * time.Second, aux: 5 * time.Second, clickMax: 10 * time.Second, aof: 6 * time.Second,
 		sustainedRate: 10000, sustained: 60 * time.Second, listingClicks: 10_000_000, listing: 10 * time.Second,
 		listingRate: 100, drainWait: 120 * time.Second}
 }
