@@ -38,3 +38,15 @@ func BenchmarkPlanRefund(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkHashSecret is the hashing half of a key lookup (the other half
+// is one indexed read, BenchmarkAuthenticateProgramKey in ledger/postgres/hotpath_test.go).
+func BenchmarkHashSecret(b *testing.B) {
+	key, _, _ := NewProgramKey(LiveKey)
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if len(HashSecret(key)) != 32 {
+			b.Fatal("not a SHA-256")
+		}
+	}
+}

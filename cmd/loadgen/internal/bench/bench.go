@@ -1,0 +1,424 @@
+// Package bench is `make bench`: it measures the HTTP ceilings and the raw
+// sale transaction, then the real edge and worker binaries built from this
+// checkout (clicks, sales, refunds, leads, Stripe events, the listing on
+// millions of clicks, the cost of Redis AOF, peak memory), prints every
+// figure with its ratio to its ceiling from the same run, one line per
+// target and "N passed, M failed", and writes docs/performance.md.
+//
+// It runs on the shared Postgres and Redis without touching anything
+// else on them: databases of its own (dropped at the end), a queue
+// namespace of its own on Redis (deleted at the end), and private
+// redis-servers for the AOF comparison.
+package bench
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	_ "github.com/lib/pq" // the Postgres driver
+
+	"github.com/partnertrack/partnertrack/cmd/loadgen/internal/ceiling"
+	"github.com/partnertrack/partnertrack/cmd/loadgen/internal/drive"
+	"github.com/partnertrack/partnertrack/cmd/loadgen/internal/httpc"
+	"github.com/partnertrack/partnertrack/cmd/loadgen/internal/load"
+	"github.com/partnertrack/partnertrack/cmd/loadgen/internal/rawtx"
+	"github.com/partnertrack/partnertrack/cmd/loadgen/internal/report"
+	"github.com/partnertrack/partnertrack/cmd/loadgen/internal/stack"
+)
+
+// Config is what the bench runs against.
+type Config struct {
+	Repo     string // the module to build the binaries from
+	AdminURL string // a DSN of the Postgres server (any database on it)
+	RedisURL string // the shared Redis
+	Quick    bool   // short phases: a smoke check, not a measurement
+	Command  string // recorded in docs/performance.md
+	Self     string // this loadgen binary (it serves the ceilings)
+	Conns    int    // connections of the max runs (64)
+	Out      io.Writer
+}
+
+// bench is one run.
+type bench struct {
+	cfg     Config
+	p       plan
+	tag, ns string
+	tmp     string
+	bins    map[string]string
+	dbName  string
+	dbURL   string
+	db      *sql.DB
+	secret  string
+	opToken string
+	procs   []*stack.Process
+	rows    []report.Row
+	facts   [][2]string
+	targets []report.Target
+	notes   []string
+	ceil    map[string]float64 // the best run of each ceiling so far
+
+	ceilingRound, rawRound int
+}
+
+// Run runs the bench and returns the document it measured; an error
+// means the run itself broke (a target missed is not an error).
+func Run(ctx context.Context, cfg Config) (doc report.Document, err error) {
+	start := time.Now()
+	if cfg.Conns <= 0 {
+		cfg.Conns = 64
+	}
+	b := &bench{cfg: cfg, p: planFor(cfg.Quick), ceil: map[string]float64{}}
+	b.tag = strconv.FormatInt(time.Now().Unix()%1e8, 36) + randHex(2)
+	b.ns = "bench" + b.tag + ":"
+	b.secret = "whsec_bench" + randHex(16)
+	b.opToken = "op_bench_" + randHex(16)
+	if b.tmp, err = os.MkdirTemp("", "loadgen-bench-"); err != nil {
+		return doc, err
+	}
+	defer func() {
+		if cerr := b.cleanup(); err == nil && cerr != nil {
+			err = cerr
+		}
+	}()
+	loadStart := loadAverage()
+	defer func() {
+		if err == nil {
+			doc.Notes = append(doc.Notes, fmt.Sprintf("Load average (1 min) %s when the bench started: above about 1, other work "+
+				"was already using the two cores, and the figures are lower and noisier than on an idle machine.", loadStart))
+		}
+	}()
+	if cfg.Quick {
+		b.note("BENCH_QUICK: short phases and %d listing clicks; a smoke check of the bench, not a measurement.", b.p.listingClicks)
+	}
+	steps := []struct {
+		name string
+		fn   func(context.Context) error
+	}{
+		{"build", b.build},
+		{"ceilings", b.ceilings},
+		{"raw sale transaction", b.rawBaseline},
+		{"service", b.service},
+	}
+	for _, s := range steps {
+		b.say("== %s", s.name)
+		if err := s.fn(ctx); err != nil {
+			return doc, fmt.Errorf("%s: %w", s.name, err)
+		}
+	}
+	if err := b.measureService(ctx); err != nil {
+		return doc, err
+	}
+	b.say("")
+	for _, t := range b.targets {
+		fmt.Fprintln(cfg.Out, t.Line())
+	}
+	fmt.Fprintln(cfg.Out, report.Summary(b.targets))
+	return report.Document{Command: cfg.Command, Date: start, Machine: machine(), Took: time.Since(start),
+		Notes: b.notes, Rows: b.rows, Facts: b.facts, Targets: b.targets}, nil
+}
+
+func (b *bench) say(format string, args ...any) { fmt.Fprintf(b.cfg.Out, format+"\n", args...) }
+
+func (b *bench) note(format string, args ...any) {
+	b.notes = append(b.notes, fmt.Sprintf(format, args...))
+}
+
+func (b *bench) fact(name, value string) {
+	b.facts = append(b.facts, [2]string{name, value})
+	b.say("%-28s %s", name, value)
+}
+
+func (b *bench) row(r report.Row) {
+	b.rows = append(b.rows, r)
+	b.say("%s", r.Line())
+}
+
+func (b *bench) target(name, measured, want string, ok bool) {
+	b.targets = append(b.targets, report.Target{Name: name, Measured: measured, Want: want, OK: ok})
+}
+
+func (b *bench) build(ctx context.Context) error {
+	bins, err := stack.Build(ctx, b.cfg.Repo, filepath.Join(b.tmp, "bin"), "./cmd/edge", "./cmd/worker", "./cmd/partnerctl")
+	b.bins = bins
+	return err
+}
+
+// ceilings measures the bare fiber handler and the one that enqueues,
+// each in a child process, at max with the bench's connections. It runs
+// twice, at the start and right before the click intake; each ceiling is
+// the better of its two runs (other work on the machine only ever lowers
+// a figure, so the better one is the conservative ceiling).
+func (b *bench) ceilings(ctx context.Context) error {
+	b.ceilingRound++
+	queue := b.ns + "ceiling"
+	for _, mode := range []ceiling.Mode{ceiling.Bare, ceiling.Enqueue} {
+		args := []string{"ceiling-server", "--mode", string(mode), "--listen", "127.0.0.1:0"}
+		if mode == ceiling.Enqueue {
+			args = append(args, "--redis-url", b.cfg.RedisURL, "--queue", queue)
+		}
+		p, err := stack.Start("ceiling-"+string(mode), b.cfg.Self, args, nil, b.tmp)
+		if err != nil {
+			return err
+		}
+		b.procs = append(b.procs, p)
+		line, err := p.WaitLog("ceiling listening", 30*time.Second)
+		if err != nil {
+			return err
+		}
+		addr, _ := line["addr"].(string)
+		c := httpc.New(addr, b.cfg.Conns)
+		body := drive.ClickBody("pat1")
+		res := load.Run(ctx, load.Options{Workers: b.cfg.Conns, Duration: b.p.ceiling}, func(ctx context.Context, w int, i int64) (int, error) {
+			return c.Do(&httpc.Request{Method: "POST", Path: "/api/v1/track/click", Body: body}, nil)
+		})
+		p.Stop()
+		name := fmt.Sprintf("fiber ceiling (%d)", b.ceilingRound)
+		if mode == ceiling.Enqueue {
+			name = fmt.Sprintf("fiber+enqueue ceiling (%d)", b.ceilingRound)
+			if err := ceiling.DeleteQueue(b.cfg.RedisURL, queue); err != nil {
+				return fmt.Errorf("delete the ceiling queue: %w", err)
+			}
+		}
+		if res.Success() == 0 {
+			return fmt.Errorf("%s answered nothing: %s %s", name, report.Statuses(res.Status), res.FirstErr)
+		}
+		b.ceil[string(mode)] = max(b.ceil[string(mode)], res.Throughput())
+		b.row(report.Row{Name: name, Result: res})
+	}
+	return nil
+}
+
+// rawBaseline runs the raw sale-shaped transaction in a scratch database.
+// Like the ceilings it runs twice (at the start and right before the
+// sales) and the better run is the baseline.
+func (b *bench) rawBaseline(ctx context.Context) error {
+	b.rawRound++
+	name := fmt.Sprintf("pt_bench_raw_%s_%d", b.tag, b.rawRound)
+	dsn, err := stack.CreateDB(b.cfg.AdminURL, name)
+	if err != nil {
+		return err
+	}
+	defer stack.DropDB(b.cfg.AdminURL, name)
+	res, err := rawtx.Run(ctx, rawtx.Options{DSN: dsn, Clients: 16, Partners: 1000, Duration: b.p.raw})
+	if err != nil {
+		return err
+	}
+	if res.Success() == 0 {
+		return fmt.Errorf("no raw sale transaction committed: %s", res.FirstErr)
+	}
+	b.ceil["raw"] = max(b.ceil["raw"], res.Throughput())
+	b.row(report.Row{Name: fmt.Sprintf("raw sale transaction (%d)", b.rawRound), Result: res, Note: "16 clients, lib/pq binary_parameters=yes"})
+	return nil
+}
+
+// service creates the bench database and starts the edge and a worker.
+func (b *bench) service(ctx context.Context) error {
+	b.dbName = "pt_bench_" + b.tag
+	var err error
+	if b.dbURL, err = stack.CreateDB(b.cfg.AdminURL, b.dbName); err != nil {
+		return err
+	}
+	mig, err := stack.Start("migrate", b.bins["partnerctl"], []string{"migrate"}, map[string]string{"DATABASE_URL": b.dbURL}, b.tmp)
+	if err != nil {
+		return err
+	}
+	if err := mig.Wait(120 * time.Second); err != nil {
+		return err
+	}
+	if b.db, err = sql.Open("postgres", b.dbURL); err != nil {
+		return err
+	}
+	b.db.SetMaxOpenConns(4)
+	return nil
+}
+
+// env is the environment of the service's processes on redisURL.
+func (b *bench) env(redisURL string) map[string]string {
+	return map[string]string{
+		"DATABASE_URL":          b.dbURL,
+		"REDIS_URL":             redisURL,
+		"QUEUE_NAMESPACE":       b.ns,
+		"LISTEN_ADDR":           "127.0.0.1:0",
+		"OPERATOR_TOKEN":        b.opToken,
+		"PUBLIC_BASE_URL":       "http://track.bench",
+		"TRUSTED_PROXIES":       "127.0.0.1/32", // the load poses as many clients through X-Forwarded-For
+		"STRIPE_WEBHOOK_SECRET": b.secret,
+		"LOG_LEVEL":             "info",
+		"LOG_FORMAT":            "json",
+	}
+}
+
+// node is an edge and a worker over one Redis.
+type node struct {
+	name, redisURL string
+	edge, worker   *stack.Process
+	addr           string
+	workers        int   // workers started so far
+	workerPeak     int64 // the highest peak RSS of the workers stopped so far
+}
+
+// startNode starts an edge and, when asked, its worker.
+func (b *bench) startNode(name, redisURL string, withWorker bool) (*node, error) {
+	n := &node{name: name, redisURL: redisURL}
+	edge, err := stack.Start(name+"-edge", b.bins["edge"], nil, b.env(redisURL), b.tmp)
+	if err != nil {
+		return nil, err
+	}
+	b.procs = append(b.procs, edge)
+	line, err := edge.WaitLog("edge listening", 60*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	n.edge = edge
+	n.addr, _ = line["addr"].(string)
+	if !withWorker {
+		return n, nil
+	}
+	return n, b.startWorker(n)
+}
+
+// startWorker starts the node's worker (every queue, the scheduler).
+func (b *bench) startWorker(n *node) error {
+	n.workers++
+	worker, err := stack.Start(fmt.Sprintf("%s-worker%d", n.name, n.workers), b.bins["worker"], nil, b.env(n.redisURL), b.tmp)
+	if err != nil {
+		return err
+	}
+	b.procs = append(b.procs, worker)
+	if _, err := worker.WaitLog("worker started", 60*time.Second); err != nil {
+		return err
+	}
+	n.worker = worker
+	return nil
+}
+
+// stopWorker stops the node's worker, keeping its peak RSS.
+func (n *node) stopWorker() {
+	if n.worker == nil {
+		return
+	}
+	if peak, err := n.worker.PeakRSS(); err == nil && peak > n.workerPeak {
+		n.workerPeak = peak
+	}
+	n.worker.Stop()
+	n.worker = nil
+}
+
+// peakWorkerRSS is the highest peak RSS of the node's workers so far.
+func (n *node) peakWorkerRSS() (int64, error) {
+	if n.worker == nil {
+		return n.workerPeak, nil
+	}
+	peak, err := n.worker.PeakRSS()
+	return max(peak, n.workerPeak), err
+}
+
+func (n *node) stop() {
+	n.edge.Stop()
+	n.stopWorker()
+}
+
+// cleanup stops every process, deletes the namespace from the shared
+// Redis and drops the bench database.
+func (b *bench) cleanup() error {
+	for i := len(b.procs) - 1; i >= 0; i-- {
+		b.procs[i].Stop()
+	}
+	if b.db != nil {
+		b.db.Close()
+	}
+	var errs []string
+	if err := stack.CleanNamespace(b.cfg.RedisURL, b.ns); err != nil {
+		errs = append(errs, "clean the Redis namespace: "+err.Error())
+	}
+	if b.dbName != "" {
+		if err := stack.DropDB(b.cfg.AdminURL, b.dbName); err != nil {
+			errs = append(errs, "drop the bench database: "+err.Error())
+		}
+	}
+	if len(errs) == 0 {
+		os.RemoveAll(b.tmp)
+		return nil
+	}
+	return fmt.Errorf("%s (logs kept in %s)", strings.Join(errs, "; "), b.tmp)
+}
+
+// clicksIn counts the clicks of a program in Postgres.
+func (b *bench) clicksIn(ctx context.Context, programID int64) (int64, error) {
+	var n int64
+	err := b.db.QueryRowContext(ctx, `SELECT count(*) FROM clicks WHERE program_id = $1`, programID).Scan(&n)
+	return n, err
+}
+
+// waitClicks waits until the program has want clicks in Postgres and
+// returns how long that took (ok false: not within timeout).
+func (b *bench) waitClicks(ctx context.Context, programID, want int64, timeout time.Duration) (time.Duration, int64, bool) {
+	start := time.Now()
+	for {
+		n, err := b.clicksIn(ctx, programID)
+		if err == nil && n >= want {
+			return time.Since(start), n, true
+		}
+		if time.Since(start) > timeout || ctx.Err() != nil {
+			return time.Since(start), n, false
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func machine() string {
+	model := ""
+	if raw, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(raw), "\n") {
+			if v, ok := strings.CutPrefix(l, "model name"); ok {
+				model = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(v), ":"))
+				break
+			}
+		}
+	}
+	s := fmt.Sprintf("%d cores", runtime.NumCPU())
+	if model != "" {
+		s += " (" + model + ")"
+	}
+	return s
+}
+
+// loadAverage is the 1-minute load average of the machine.
+func loadAverage() string {
+	raw, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(raw))
+	if len(f) == 0 {
+		return "unknown"
+	}
+	return f[0]
+}
+
+func mb(n int64) string { return strconv.FormatInt(n/(1<<20), 10) + " MB" }
+
+func randHex(n int) string {
+	buf := make([]byte, n)
+	rand.Read(buf)
+	return hex.EncodeToString(buf)
+}
+
+// counter is an accepted-click counter shared with a sampler.
+type counter = atomic.Int64
+
+func mkdir(parent, name string) (string, error) {
+	dir := filepath.Join(parent, name)
+	return dir, os.MkdirAll(dir, 0o755)
+}

@@ -1,0 +1,365 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/partnertrack/partnertrack/cmd/loadgen/internal/dataset"
+	"github.com/partnertrack/partnertrack/cmd/loadgen/internal/drive"
+	"github.com/partnertrack/partnertrack/cmd/loadgen/internal/hist"
+	"github.com/partnertrack/partnertrack/cmd/loadgen/internal/httpc"
+	"github.com/partnertrack/partnertrack/cmd/loadgen/internal/load"
+	"github.com/partnertrack/partnertrack/cmd/loadgen/internal/provision"
+	"github.com/partnertrack/partnertrack/cmd/loadgen/internal/report"
+	"github.com/partnertrack/partnertrack/cmd/loadgen/internal/stack"
+)
+
+// Targets of issue 10.
+const (
+	clickRatio     = 1.3
+	clickP99       = 10 * time.Millisecond
+	sustainedDrain = 5 * time.Second
+	saleRatio      = 0.7
+	saleP99        = 30 * time.Millisecond
+	listingP99     = 50 * time.Millisecond
+	edgeRSS        = 150 << 20
+	workerRSS      = 256 << 20
+)
+
+// maxLeadRate bounds the leads a max phase can send, to size the clicks
+// made for them beforehand.
+const maxLeadRate = 3000
+
+// world is the provisioned programs, by use.
+type world struct {
+	*provision.World
+	salesMax, salesRate          []provision.Program // sales then refunds; keys spread so none meets its limit
+	clickMax, sustained, listing provision.Program
+	leads                        provision.Program
+	aof                          [2]provision.Program
+}
+
+// measureService runs every phase against the real binaries.
+func (b *bench) measureService(ctx context.Context) error {
+	b.say("== edge and worker")
+	n, err := b.startNode("bench", b.cfg.RedisURL, true)
+	if err != nil {
+		return err
+	}
+	w, err := b.provision(ctx, n)
+	if err != nil {
+		return fmt.Errorf("provision: %w", err)
+	}
+	// Click intake right after the second round of ceilings, and sales
+	// right after the second raw baseline: each as near in time to its
+	// ceiling as can be.
+	b.say("== ceilings again")
+	if err := b.ceilings(ctx); err != nil {
+		return fmt.Errorf("ceilings: %w", err)
+	}
+	b.say("== clicks at max")
+	if err := b.clickIntake(ctx, n, w); err != nil {
+		return err
+	}
+	b.say("== raw sale transaction again")
+	if err := b.rawBaseline(ctx); err != nil {
+		return fmt.Errorf("raw sale transaction: %w", err)
+	}
+	b.say("== sales, leads, Stripe events")
+	salesMax, salesRate := b.sales(ctx, n, w)
+	b.aux(ctx, n, w)
+	b.say("== sustained clicks")
+	if err := b.sustainedClicks(ctx, n, w); err != nil {
+		return err
+	}
+	b.say("== Redis AOF")
+	if err := b.aofCost(ctx, w); err != nil {
+		return fmt.Errorf("AOF comparison: %w", err)
+	}
+	b.say("== refunds")
+	b.refunds(ctx, n, salesMax, salesRate)
+	b.say("== listing")
+	if err := b.listingRun(ctx, n, w); err != nil {
+		return fmt.Errorf("listing: %w", err)
+	}
+	edgePeak, err := n.edge.PeakRSS()
+	if err != nil {
+		return err
+	}
+	workerPeak, err := n.peakWorkerRSS()
+	if err != nil {
+		return err
+	}
+	b.fact("edge peak RSS (whole run)", mb(edgePeak))
+	b.fact("worker peak RSS (whole run)", mb(workerPeak))
+	b.target("worker RSS bounded", mb(workerPeak)+" peak over the whole run", "≤ "+mb(workerRSS), workerPeak <= workerRSS)
+	n.stop()
+	return nil
+}
+
+// provision creates the programs of every phase through the operator API.
+func (b *bench) provision(ctx context.Context, n *node) (*world, error) {
+	a := salePrograms(b.p.saleMax, 0)
+	r := salePrograms(b.p.saleRateFor, b.p.saleRate)
+	const singles = 6 // clicks at max, sustained, listing, two AOF, leads
+	c := httpc.New(n.addr, 16)
+	start := time.Now()
+	pw, err := provision.Provision(ctx, c, provision.Options{OperatorToken: b.opToken, Tag: b.tag,
+		Programs: a + r + singles, Accounts: true, SeedClicks: 2, Concurrency: 8})
+	if err != nil {
+		return nil, err
+	}
+	ps := pw.Programs
+	w := &world{World: pw, salesMax: ps[:a], salesRate: ps[a : a+r], clickMax: ps[a+r], sustained: ps[a+r+1],
+		listing: ps[a+r+2], aof: [2]provision.Program{ps[a+r+3], ps[a+r+4]}, leads: ps[a+r+5]}
+	// Every seed click in Postgres, so that each phase's count starts at 2.
+	want := int64(2 * len(ps))
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		var got int64
+		if err := b.db.QueryRowContext(ctx, `SELECT count(*) FROM clicks`).Scan(&got); err != nil {
+			return nil, err
+		}
+		if got >= want {
+			break
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("%d of %d seed clicks in Postgres after 60 s", got, want)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	b.say("provisioned %d programs (%d seed clicks) in %s", len(ps), want, time.Since(start).Round(100*time.Millisecond))
+	return w, nil
+}
+
+// sales measures sales at max and at the fixed rate, on programs of
+// their own, and returns them for the refunds.
+func (b *bench) sales(ctx context.Context, n *node, w *world) (*drive.Sales, *drive.Sales) {
+	conns := b.cfg.Conns
+	max := drive.NewSales(httpc.New(n.addr, conns), w.salesMax, "txn-"+b.tag+"-max", conns)
+	res := load.Run(ctx, load.Options{Workers: conns, Duration: b.p.saleMax}, max.Do)
+	row := report.Row{Name: "sales at max", Result: res, Ceiling: "raw tx", Base: b.ceil["raw"]}
+	b.row(row)
+	b.target("sales at max", fmt.Sprintf("%.2f× raw tx (%s)", row.Ratio(), report.Rate(res.Throughput())),
+		fmt.Sprintf("≥ %.2f×", saleRatio), row.Ratio() >= saleRatio && res.Success() == res.Sent)
+
+	pool := load.PoolSize(b.p.saleRate) * 2
+	rate := drive.NewSales(httpc.New(n.addr, pool), w.salesRate, "txn-"+b.tag+"-rate", pool)
+	res = load.Run(ctx, load.Options{Rate: b.p.saleRate, Workers: pool, Duration: b.p.saleRateFor}, rate.Do)
+	b.row(report.Row{Name: fmt.Sprintf("sales at %s", report.Rate(b.p.saleRate)), Result: res})
+	b.target(fmt.Sprintf("sales p99 at %s", report.Rate(b.p.saleRate)), b.rateMeasured(res), "p99 ≤ "+report.Ms(saleP99)+", all sent on time and answered 2xx",
+		rateOK(res, saleP99))
+	return max, rate
+}
+
+// refunds refunds the sales of both sale phases, with the keys that made
+// them (each key has room for its sales and their refunds in one minute).
+func (b *bench) refunds(ctx context.Context, n *node, max, rate *drive.Sales) {
+	conns := b.cfg.Conns
+	madeMax := int64(len(max.Made()))
+	res := load.Run(ctx, load.Options{Workers: conns, Duration: b.p.saleMax, Limit: madeMax}, max.Refunds())
+	row := report.Row{Name: "refunds at max", Result: res, Ceiling: "raw tx", Base: b.ceil["raw"],
+		Note: fmt.Sprintf("%d sales to refund", madeMax)}
+	b.row(row)
+	b.target("refunds at max", fmt.Sprintf("%.2f× raw tx (%s)", row.Ratio(), report.Rate(res.Throughput())),
+		fmt.Sprintf("≥ %.2f×", saleRatio), row.Ratio() >= saleRatio && res.Success() == res.Sent)
+
+	pool := load.PoolSize(b.p.saleRate) * 2
+	madeRate := int64(len(rate.Made()))
+	res = load.Run(ctx, load.Options{Rate: b.p.saleRate, Workers: pool, Duration: b.p.saleRateFor, Limit: madeRate}, rate.Refunds())
+	b.row(report.Row{Name: fmt.Sprintf("refunds at %s", report.Rate(b.p.saleRate)), Result: res,
+		Note: fmt.Sprintf("%d sales to refund", madeRate)})
+	b.target(fmt.Sprintf("refunds p99 at %s", report.Rate(b.p.saleRate)), b.rateMeasured(res),
+		"p99 ≤ "+report.Ms(saleP99)+", all sent on time and answered 2xx", rateOK(res, saleP99))
+}
+
+// aux measures server-mode leads and Stripe events at max (no targets).
+func (b *bench) aux(ctx context.Context, n *node, w *world) {
+	conns := 16
+	c := httpc.New(n.addr, conns)
+	clicks := drive.NewClickIDs(c, w.leads, conns)
+	load.Run(ctx, load.Options{Workers: conns, Duration: time.Minute, Limit: int64(maxLeadRate * b.p.aux.Seconds())}, clicks.Do)
+	if _, _, ok := b.waitClicks(ctx, w.leads.ID, int64(len(clicks.IDs())), b.p.drainWait); !ok {
+		b.note("leads: not every click to lead on was in Postgres before the leads")
+	}
+	res := load.Run(ctx, load.Options{Workers: conns, Duration: b.p.aux}, drive.Leads(c, w.leads, clicks.IDs(), b.tag))
+	b.row(report.Row{Name: "leads at max", Result: res, Note: "server mode, one click each"})
+	res = load.Run(ctx, load.Options{Workers: conns, Duration: b.p.aux}, drive.Stripe(httpc.New(n.addr, conns), w.salesMax, b.secret))
+	b.row(report.Row{Name: "Stripe events at max", Result: res, Note: "stored, then enqueued"})
+}
+
+// rateMeasured describes a fixed-rate run for its target line.
+func (b *bench) rateMeasured(res *load.Result) string {
+	return fmt.Sprintf("p99 %s, %s, %d late, %d unsent, %d of %d 2xx", report.Ms(res.Latency.Quantile(0.99)),
+		report.Rate(res.Throughput()), res.Late, res.Unsent, res.Success(), res.Sent)
+}
+
+// rateOK: the p99 holds and every request was sent and answered 2xx.
+// Late starts are charged in the latency already.
+func rateOK(res *load.Result, p99 time.Duration) bool {
+	return res.Sent > 0 && res.Latency.Quantile(0.99) <= p99 && res.Unsent == 0 && res.Success() == res.Sent
+}
+
+// clickIntake measures click intake at max over many client addresses
+// and how long until every accepted click is in Postgres. The worker is
+// stopped meanwhile, as the enqueue ceiling has no consumer either (the
+// sustained run measures intake and drain together); it starts again
+// when the load stops, and the drain is timed from then.
+func (b *bench) clickIntake(ctx context.Context, n *node, w *world) error {
+	conns := b.cfg.Conns
+	before, err := b.clicksIn(ctx, w.clickMax.ID)
+	if err != nil {
+		return err
+	}
+	n.stopWorker()
+	res := load.Run(ctx, load.Options{Workers: conns, Duration: b.p.clickMax},
+		drive.Clicks(httpc.New(n.addr, conns), []provision.Program{w.clickMax}, 0))
+	stopped := time.Now()
+	if err := b.startWorker(n); err != nil {
+		return err
+	}
+	_, got, ok := b.waitClicks(ctx, w.clickMax.ID, before+res.Success(), b.p.drainWait)
+	took := time.Since(stopped)
+	note := fmt.Sprintf("worker stopped during the run; all %d accepted clicks in Postgres %s after the load (worker start included)",
+		res.Success(), took.Round(10*time.Millisecond))
+	if !ok {
+		note = fmt.Sprintf("worker stopped during the run; only %d of %d accepted clicks in Postgres %s after the load",
+			got-before, res.Success(), took.Round(time.Second))
+	}
+	row := report.Row{Name: "clicks at max", Result: res, Ceiling: "enqueue", Base: b.ceil["enqueue"], Note: note}
+	b.row(row)
+	b.target("click intake", fmt.Sprintf("%.2f× fiber+enqueue (%s), p99 %s, %d of %d 2xx", row.Ratio(), report.Rate(res.Throughput()),
+		report.Ms(res.Latency.Quantile(0.99)), res.Success(), res.Sent),
+		fmt.Sprintf("≥ %.2f×, p99 ≤ %s", clickRatio, report.Ms(clickP99)),
+		row.Ratio() >= clickRatio && res.Latency.Quantile(0.99) <= clickP99 && res.Success() == res.Sent)
+	b.fact("clicks at max vs bare fiber", fmt.Sprintf("%.2f×", res.Throughput()/b.ceil["bare"]))
+	return nil
+}
+
+// sustainedClicks runs clicks at the fixed rate while sampling the
+// backlog (accepted clicks not yet in Postgres, and tasks in the
+// namespace's queues), then waits for the last accepted click.
+func (b *bench) sustainedClicks(ctx context.Context, n *node, w *world) error {
+	before, err := b.clicksIn(ctx, w.sustained.ID)
+	if err != nil {
+		return err
+	}
+	pool := load.PoolSize(b.p.sustainedRate)
+	var accepted counter
+	sampler := newBacklogSampler(b, w.sustained.ID, before, &accepted)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); sampler.run(ctx, stop) }()
+	res := load.Run(ctx, load.Options{Rate: b.p.sustainedRate, Workers: pool, Duration: b.p.sustained, Accepted: &accepted},
+		drive.Clicks(httpc.New(n.addr, pool), []provision.Program{w.sustained}, 1<<20))
+	took, got, ok := b.waitClicks(ctx, w.sustained.ID, before+res.Success(), b.p.drainWait)
+	close(stop)
+	wg.Wait()
+	edgePeak, err := n.edge.PeakRSS()
+	if err != nil {
+		return err
+	}
+	workerPeak, _ := n.peakWorkerRSS()
+	name := fmt.Sprintf("clicks at %s for %s", report.Rate(b.p.sustainedRate), b.p.sustained)
+	drain := fmt.Sprintf("all in Postgres %s after", took.Round(10*time.Millisecond))
+	if !ok {
+		drain = fmt.Sprintf("%d of %d in Postgres %s after", got-before, res.Success(), took.Round(time.Second))
+	}
+	b.row(report.Row{Name: name, Result: res, Note: fmt.Sprintf("backlog max %d clicks (%d queued tasks), %s", sampler.maxLag, sampler.maxTasks, drain)})
+	bound := int64(b.p.sustainedRate * sustainedDrain.Seconds())
+	b.target(name, fmt.Sprintf("%s, %d late, %d unsent, %d of %d 2xx, backlog max %d, %s", report.Rate(res.Throughput()),
+		res.Late, res.Unsent, res.Success(), res.Sent, sampler.maxLag, drain),
+		fmt.Sprintf("every click sent and accepted, backlog ≤ %d (%s of load), all in Postgres ≤ %s after", bound, sustainedDrain, sustainedDrain),
+		res.Unsent == 0 && res.Success() == res.Sent && res.Throughput() >= 0.98*b.p.sustainedRate &&
+			sampler.maxLag <= bound && ok && took <= sustainedDrain)
+	b.target("edge RSS at full click load", mb(edgePeak)+" peak after clicks at max and sustained", "≤ "+mb(edgeRSS), edgePeak <= edgeRSS)
+	b.fact("worker peak RSS after clicks", mb(workerPeak))
+	return nil
+}
+
+// aofCost measures click intake at max on two private redis-servers, one
+// without persistence and one with AOF (appendfsync everysec), with no
+// worker draining them (the clicks stay in the private Redis, which is
+// discarded). Two rounds alternate the two, and each keeps its better run,
+// so that other work on the machine weighs on both alike.
+func (b *bench) aofCost(ctx context.Context, w *world) error {
+	var best [2]float64
+	for round := 1; round <= 2; round++ {
+		for i, aof := range []bool{false, true} {
+			thr, err := b.aofRun(ctx, w.aof[i], aof, round)
+			if err != nil {
+				return err
+			}
+			best[i] = max(best[i], thr)
+		}
+	}
+	if best[0] > 0 {
+		b.fact("AOF everysec cost on click intake", fmt.Sprintf("%.2f× the throughput without persistence (%s vs %s, better of two rounds each)",
+			best[1]/best[0], report.Rate(best[1]), report.Rate(best[0])))
+	}
+	return nil
+}
+
+// aofRun is one click intake run on a fresh private Redis.
+func (b *bench) aofRun(ctx context.Context, p provision.Program, aof bool, round int) (float64, error) {
+	name := fmt.Sprintf("noaof%d", round)
+	label := "clicks at max, Redis without persistence"
+	if aof {
+		name = fmt.Sprintf("aof%d", round)
+		label = "clicks at max, Redis AOF everysec"
+	}
+	dir, err := mkdir(b.tmp, "redis-"+name)
+	if err != nil {
+		return 0, err
+	}
+	r, err := stack.StartRedis(dir, aof, b.tmp)
+	if err != nil {
+		return 0, err
+	}
+	b.procs = append(b.procs, r.Process)
+	defer r.Stop()
+	// Intake only, as in the ceiling: no worker drains this Redis.
+	n, err := b.startNode(name, r.URL, false)
+	if err != nil {
+		return 0, err
+	}
+	defer n.stop()
+	res := load.Run(ctx, load.Options{Workers: b.cfg.Conns, Duration: b.p.aof},
+		drive.Clicks(httpc.New(n.addr, b.cfg.Conns), []provision.Program{p}, int64(2+round)<<20))
+	b.row(report.Row{Name: fmt.Sprintf("%s (%d)", label, round), Result: res, Ceiling: "enqueue", Base: b.ceil["enqueue"]})
+	return res.Throughput(), nil
+}
+
+// listingRun loads the listing program's clicks straight into Postgres
+// and measures the dashboard listing at a fixed rate.
+func (b *bench) listingRun(ctx context.Context, n *node, w *world) error {
+	took, err := dataset.Load(ctx, b.dbURL, dataset.Clicks{ProgramID: w.listing.ID, PartnerID: w.listing.PartnerID,
+		LinkID: w.listing.LinkID, N: b.p.listingClicks, Span: 50 * 24 * time.Hour, Workers: 2})
+	if err != nil {
+		return err
+	}
+	b.fact("listing clicks loaded", fmt.Sprintf("%d in %s", b.p.listingClicks, took.Round(time.Second)))
+	pool := 16
+	c := httpc.New(n.addr, pool)
+	queries := drive.ListingQueries(w.listing.ID, time.Now())
+	all := &load.Result{Latency: hist.New(), Status: map[int]int64{}}
+	for _, q := range queries {
+		res := load.Run(ctx, load.Options{Rate: b.p.listingRate, Workers: pool, Duration: b.p.listing / time.Duration(len(queries))},
+			drive.Listing(c, q, w.OwnerToken))
+		b.row(report.Row{Name: "listing: " + q.Name, Result: res, Note: q.Path})
+		all.Add(res)
+	}
+	b.target(fmt.Sprintf("listing p99 on %s clicks", millions(b.p.listingClicks)), b.rateMeasured(all)+" over the four queries",
+		"p99 ≤ "+report.Ms(listingP99), rateOK(all, listingP99))
+	return nil
+}
+
+func millions(n int64) string {
+	if n%1_000_000 == 0 {
+		return fmt.Sprintf("%dM", n/1_000_000)
+	}
+	return fmt.Sprintf("%d", n)
+}

@@ -1,0 +1,133 @@
+package load
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestPacingMath(t *testing.T) {
+	if got := Due(0, 1000); got != 0 {
+		t.Fatalf("Due(0) = %v", got)
+	}
+	if got := Due(1, 1000); got != time.Millisecond {
+		t.Fatalf("Due(1, 1000/s) = %v, want 1ms", got)
+	}
+	if got := Due(10000, 10000); got != time.Second {
+		t.Fatalf("Due(10000, 10000/s) = %v, want 1s", got)
+	}
+	if got := Due(1, 3); got != 333333333*time.Nanosecond {
+		t.Fatalf("Due(1, 3/s) = %v", got)
+	}
+	for _, c := range []struct {
+		d    time.Duration
+		rate float64
+		want int64
+	}{{60 * time.Second, 10000, 600000}, {time.Second, 1000, 1000}, {1500 * time.Millisecond, 3, 5}, {0, 100, 0}} {
+		if got := Planned(c.d, c.rate); got != c.want {
+			t.Fatalf("Planned(%v, %v) = %d, want %d", c.d, c.rate, got, c.want)
+		}
+	}
+	if PoolSize(1000) != 25 || PoolSize(10) != 16 || PoolSize(1e6) != 512 {
+		t.Fatalf("pool sizes %d %d %d", PoolSize(1000), PoolSize(10), PoolSize(1e6))
+	}
+}
+
+func TestRateRunSendsOnScheduleAndCountsStatuses(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[int64]bool{}
+	res := Run(context.Background(), Options{Rate: 200, Workers: 4, Duration: 500 * time.Millisecond},
+		func(ctx context.Context, w int, i int64) (int, error) {
+			mu.Lock()
+			seen[i] = true
+			mu.Unlock()
+			if i%10 == 0 {
+				return 429, nil
+			}
+			return 200, nil
+		})
+	if res.Sent != 100 || len(seen) != 100 {
+		t.Fatalf("sent %d (distinct %d), want 100", res.Sent, len(seen))
+	}
+	if res.Status[429] != 10 || res.Status[200] != 90 || res.Success() != 90 {
+		t.Fatalf("statuses %v", res.Status)
+	}
+	if res.Elapsed < 490*time.Millisecond || res.Elapsed > 1500*time.Millisecond {
+		t.Fatalf("100 requests at 200/s took %v", res.Elapsed)
+	}
+}
+
+// A server that stalls for 200 ms with a pool of one: the requests due
+// during the stall are charged the wait (no coordinated omission) and
+// counted late.
+func TestRateRunChargesAStallToEveryRequestBehindIt(t *testing.T) {
+	res := Run(context.Background(), Options{Rate: 100, Workers: 1, Duration: 500 * time.Millisecond},
+		func(ctx context.Context, w int, i int64) (int, error) {
+			if i == 10 {
+				time.Sleep(200 * time.Millisecond)
+			}
+			return 200, nil
+		})
+	if res.Sent != 50 {
+		t.Fatalf("sent %d, want 50", res.Sent)
+	}
+	if res.Late < 15 {
+		t.Fatalf("late %d, want the ~19 requests due during the stall", res.Late)
+	}
+	// Request 11 was due 10 ms after the stalled one and waited ~190 ms.
+	if p := res.Latency.Quantile(0.7); p < 50*time.Millisecond {
+		t.Fatalf("p70 = %v: the stall was not charged to the requests behind it", p)
+	}
+	if res.Latency.Max() < 190*time.Millisecond {
+		t.Fatalf("max = %v", res.Latency.Max())
+	}
+}
+
+func TestRateRunCountsUnsentAfterDrain(t *testing.T) {
+	res := Run(context.Background(), Options{Rate: 100, Workers: 1, Duration: 200 * time.Millisecond, Drain: 50 * time.Millisecond},
+		func(ctx context.Context, w int, i int64) (int, error) {
+			time.Sleep(60 * time.Millisecond)
+			return 200, nil
+		})
+	if res.Sent+res.Unsent != 20 || res.Unsent == 0 {
+		t.Fatalf("sent %d unsent %d, want 20 in all and some unsent", res.Sent, res.Unsent)
+	}
+}
+
+func TestMaxRunStopsAtLimitOrSourceEnd(t *testing.T) {
+	res := Run(context.Background(), Options{Workers: 8, Duration: 5 * time.Second, Limit: 1000},
+		func(ctx context.Context, w int, i int64) (int, error) { return 201, nil })
+	if res.Sent != 1000 || res.Status[201] != 1000 {
+		t.Fatalf("sent %d statuses %v", res.Sent, res.Status)
+	}
+	boom := errors.New("connection refused")
+	res = Run(context.Background(), Options{Workers: 2, Duration: 5 * time.Second},
+		func(ctx context.Context, w int, i int64) (int, error) {
+			if i >= 30 {
+				return 0, ErrStop
+			}
+			if i == 3 {
+				return 0, boom
+			}
+			return 200, nil
+		})
+	if res.Sent != 30 || res.Status[0] != 1 || res.FirstErr != boom.Error() {
+		t.Fatalf("sent %d statuses %v err %q", res.Sent, res.Status, res.FirstErr)
+	}
+	if res.Throughput() <= 0 {
+		t.Fatal("no throughput")
+	}
+}
+
+func TestAddMergesRuns(t *testing.T) {
+	do := func(ctx context.Context, w int, i int64) (int, error) { return 200, nil }
+	a := Run(context.Background(), Options{Workers: 1, Duration: time.Second, Limit: 10}, do)
+	b := Run(context.Background(), Options{Workers: 1, Duration: time.Second, Limit: 5},
+		func(ctx context.Context, w int, i int64) (int, error) { return 500, nil })
+	a.Add(b)
+	if a.Sent != 15 || a.Status[200] != 10 || a.Status[500] != 5 || a.Latency.Count() != 15 {
+		t.Fatalf("merged: sent %d statuses %v count %d", a.Sent, a.Status, a.Latency.Count())
+	}
+}
