@@ -35,7 +35,12 @@ type PoolConfig struct {
 }
 
 // DefaultPool suits a two-core machine running the edge and a worker.
-var DefaultPool = PoolConfig{MaxConns: 32, ConnMaxLifetime: 30 * time.Minute, ConnMaxIdleTime: 5 * time.Minute}
+// Fewer connections than concurrent requests is faster here: sales at
+// 64 connections ran at about 840/s with 32 Postgres connections, 970/s
+// with 16 and 1,150/s with 8 (cmd/loadgen, 2026-11-21), as fewer backends
+// compete for the two cores; requests beyond the pool wait their turn in
+// database/sql. 8 leaves room for a few lock waits and dashboard reads.
+var DefaultPool = PoolConfig{MaxConns: 8, ConnMaxLifetime: 30 * time.Minute, ConnMaxIdleTime: 5 * time.Minute}
 
 // Open connects to Postgres and checks the connection. The DSN gains
 // binary_parameters=yes (one round trip per parameterised statement with
