@@ -184,7 +184,7 @@ func TestFailedBatchWriteIsRetried(t *testing.T) {
 	b := setupTraffic(t)
 	ids := b.enqueueBatch(t, 50)
 	// The first attempt fails before it commits anything (its context is
-	// gone, as when Postgres drops the connection mid-COPY)...
+	// gone, as when Postgres drops the connection mid-write)...
 	h := &workers.ClickBatchHandler{Store: b.store, Logger: quiet}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()

@@ -4,8 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"time"
 
-	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 
 	"github.com/partnertrack/partnertrack/ledger"
@@ -58,124 +58,142 @@ func (s *TrafficStore) TrackerSettings(ctx context.Context, programID int64) (t 
 	return t, err
 }
 
-// clickBatch is how a batch of clicks is written: the temporary table it
-// is copied into, and the insert from there.
-var clickBatch = batchWrite{
-	table: "click_batch",
-	create: `CREATE TEMPORARY TABLE click_batch (
-		click_id text, occurred_at timestamptz, program_id bigint, partner_id bigint, link_id bigint,
-		session_id text, page_url text, referrer_url text, geo_country text, geo_region text,
-		geo_city text, device_type text, device_os text, browser_name text, ip text,
-		user_agent text, is_test boolean
-	) ON COMMIT DROP`,
-	columns: []string{"click_id", "occurred_at", "program_id", "partner_id", "link_id", "session_id",
-		"page_url", "referrer_url", "geo_country", "geo_region", "geo_city", "device_type", "device_os",
-		"browser_name", "ip", "user_agent", "is_test"},
-	insert: `INSERT INTO clicks (click_id, occurred_at, program_id, partner_id, link_id, session_id, page_url,
+// insertClicks stores a batch in one statement: the clicks go as one array
+// per column and are unnested into rows, so a batch is one round trip
+// with no temporary table to create and drop (which cost Postgres catalog
+// writes on every batch). ON CONFLICT on the click's key makes a batch
+// written twice store each click once.
+const insertClicks = `
+	INSERT INTO clicks (click_id, occurred_at, program_id, partner_id, link_id, session_id, page_url,
+		referrer_url, geo_country, geo_region, geo_city, device_type, device_os, browser_name,
+		ip, user_agent, is_test)
+	SELECT b.click_id, b.occurred_at, b.program_id, pa.id, l.id, b.session_id, b.page_url,
+		b.referrer_url, b.geo_country, b.geo_region, b.geo_city, b.device_type, b.device_os,
+		b.browser_name, b.ip::inet, b.user_agent, b.is_test
+	FROM unnest($1::text[], $2::timestamptz[], $3::bigint[], $4::bigint[], $5::bigint[], $6::text[],
+		$7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[],
+		$14::text[], $15::text[], $16::text[], $17::boolean[])
+		AS b (click_id, occurred_at, program_id, partner_id, link_id, session_id, page_url,
 			referrer_url, geo_country, geo_region, geo_city, device_type, device_os, browser_name,
 			ip, user_agent, is_test)
-		SELECT b.click_id, b.occurred_at, b.program_id, pa.id, l.id, b.session_id, b.page_url,
-			b.referrer_url, b.geo_country, b.geo_region, b.geo_city, b.device_type, b.device_os,
-			b.browser_name, b.ip::inet, b.user_agent, b.is_test
-		FROM click_batch b
-		JOIN programs p ON p.id = b.program_id
-		LEFT JOIN partners pa ON pa.id = b.partner_id
-		LEFT JOIN links l ON l.id = b.link_id
-		ON CONFLICT (click_id, occurred_at) DO NOTHING`,
-}
+	JOIN programs p ON p.id = b.program_id
+	LEFT JOIN partners pa ON pa.id = b.partner_id
+	LEFT JOIN links l ON l.id = b.link_id
+	ON CONFLICT (click_id, occurred_at) DO NOTHING`
 
-// WriteClicks stores a batch with one COPY into a temporary table and one
-// INSERT … SELECT … ON CONFLICT DO NOTHING on the click's key, so a batch
-// written twice (a retried task, or the edge's direct write followed by
-// the queued task) stores each click once. Clicks whose program is gone
-// are dropped; a partner or link that is gone is stored as NULL.
+// WriteClicks stores a batch in one INSERT … SELECT … ON CONFLICT DO
+// NOTHING on the click's key, so a batch written twice (a retried task, or
+// the edge's direct write followed by the queued task) stores each click
+// once. Clicks whose program is gone are dropped; a partner or link that
+// is gone is stored as NULL.
 func (s *TrafficStore) WriteClicks(ctx context.Context, clicks []ledger.Click) (n int, err error) {
 	defer wrap(&err, "postgres.WriteClicks(%d clicks)", len(clicks))
-	return s.write(ctx, clickBatch, len(clicks), func(i int) []any {
-		c := &clicks[i]
-		return []any{c.ID, c.OccurredAt, c.ProgramID, c.PartnerID, c.LinkID, nullText(c.SessionID),
-			nullText(c.PageURL), nullText(c.ReferrerURL), nullText(c.GeoCountry), nullText(c.GeoRegion),
-			nullText(c.GeoCity), nullText(c.DeviceType), nullText(c.DeviceOS), nullText(c.BrowserName),
-			nullText(c.IP), nullText(c.UserAgent), c.IsTest}
-	})
+	if len(clicks) == 0 {
+		return 0, nil
+	}
+	cols := newClickColumns(len(clicks))
+	for i := range clicks {
+		cols.add(&clicks[i])
+	}
+	res, err := s.db.ExecContext(ctx, insertClicks, cols.args()...)
+	if err != nil {
+		return 0, err
+	}
+	rows, err := res.RowsAffected()
+	return int(rows), err
 }
 
-var visitBatch = batchWrite{
-	table: "visit_batch",
-	create: `CREATE TEMPORARY TABLE visit_batch (
-		visit_id text, occurred_at timestamptz, program_id bigint, click_id text,
-		session_id text, page_url text, referrer_url text, is_test boolean
-	) ON COMMIT DROP`,
-	columns: []string{"visit_id", "occurred_at", "program_id", "click_id", "session_id",
-		"page_url", "referrer_url", "is_test"},
-	insert: `INSERT INTO visits (visit_id, occurred_at, program_id, click_id, session_id, page_url, referrer_url, is_test)
-		SELECT b.visit_id, b.occurred_at, b.program_id, b.click_id, b.session_id, b.page_url, b.referrer_url, b.is_test
-		FROM visit_batch b JOIN programs p ON p.id = b.program_id
-		ON CONFLICT (visit_id, occurred_at) DO NOTHING`,
+// clickColumns holds a batch of clicks column by column, as arrays for
+// insertClicks; an empty text or a missing id is NULL.
+type clickColumns struct {
+	ids, sessions, pages, referrers, countries, regions, cities []sql.NullString
+	deviceTypes, deviceOSes, browsers, ips, userAgents          []sql.NullString
+	occurred                                                    []time.Time
+	programs                                                    []int64
+	partners, links                                             []sql.NullInt64
+	tests                                                       []bool
 }
+
+func newClickColumns(n int) *clickColumns {
+	text := func() []sql.NullString { return make([]sql.NullString, 0, n) }
+	return &clickColumns{ids: text(), sessions: text(), pages: text(), referrers: text(), countries: text(),
+		regions: text(), cities: text(), deviceTypes: text(), deviceOSes: text(), browsers: text(), ips: text(),
+		userAgents: text(), occurred: make([]time.Time, 0, n), programs: make([]int64, 0, n),
+		partners: make([]sql.NullInt64, 0, n), links: make([]sql.NullInt64, 0, n), tests: make([]bool, 0, n)}
+}
+
+func (c *clickColumns) add(k *ledger.Click) {
+	c.ids = append(c.ids, nullString(k.ID))
+	c.occurred = append(c.occurred, k.OccurredAt)
+	c.programs = append(c.programs, k.ProgramID)
+	c.partners = append(c.partners, nullInt(k.PartnerID))
+	c.links = append(c.links, nullInt(k.LinkID))
+	c.sessions = append(c.sessions, nullString(k.SessionID))
+	c.pages = append(c.pages, nullString(k.PageURL))
+	c.referrers = append(c.referrers, nullString(k.ReferrerURL))
+	c.countries = append(c.countries, nullString(k.GeoCountry))
+	c.regions = append(c.regions, nullString(k.GeoRegion))
+	c.cities = append(c.cities, nullString(k.GeoCity))
+	c.deviceTypes = append(c.deviceTypes, nullString(k.DeviceType))
+	c.deviceOSes = append(c.deviceOSes, nullString(k.DeviceOS))
+	c.browsers = append(c.browsers, nullString(k.BrowserName))
+	c.ips = append(c.ips, nullString(k.IP))
+	c.userAgents = append(c.userAgents, nullString(k.UserAgent))
+	c.tests = append(c.tests, k.IsTest)
+}
+
+// args are insertClicks' parameters, in its order.
+func (c *clickColumns) args() []any {
+	return []any{pq.GenericArray{A: c.ids}, pq.GenericArray{A: c.occurred}, pq.Array(c.programs),
+		pq.GenericArray{A: c.partners}, pq.GenericArray{A: c.links}, pq.GenericArray{A: c.sessions},
+		pq.GenericArray{A: c.pages}, pq.GenericArray{A: c.referrers}, pq.GenericArray{A: c.countries},
+		pq.GenericArray{A: c.regions}, pq.GenericArray{A: c.cities}, pq.GenericArray{A: c.deviceTypes},
+		pq.GenericArray{A: c.deviceOSes}, pq.GenericArray{A: c.browsers}, pq.GenericArray{A: c.ips},
+		pq.GenericArray{A: c.userAgents}, pq.Array(c.tests)}
+}
+
+func nullString(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
+
+func nullInt(p *int64) sql.NullInt64 {
+	if p == nil {
+		return sql.NullInt64{}
+	}
+	return sql.NullInt64{Int64: *p, Valid: true}
+}
+
+// insertVisits stores a batch of visits in one statement, as insertClicks
+// stores clicks.
+const insertVisits = `
+	INSERT INTO visits (visit_id, occurred_at, program_id, click_id, session_id, page_url, referrer_url, is_test)
+	SELECT b.visit_id, b.occurred_at, b.program_id, b.click_id, b.session_id, b.page_url, b.referrer_url, b.is_test
+	FROM unnest($1::text[], $2::timestamptz[], $3::bigint[], $4::text[], $5::text[], $6::text[],
+		$7::text[], $8::boolean[])
+		AS b (visit_id, occurred_at, program_id, click_id, session_id, page_url, referrer_url, is_test)
+	JOIN programs p ON p.id = b.program_id
+	ON CONFLICT (visit_id, occurred_at) DO NOTHING`
 
 // WriteVisits stores a batch of visits the way WriteClicks stores clicks.
 func (s *TrafficStore) WriteVisits(ctx context.Context, visits []ledger.Visit) (n int, err error) {
 	defer wrap(&err, "postgres.WriteVisits(%d visits)", len(visits))
-	return s.write(ctx, visitBatch, len(visits), func(i int) []any {
-		v := &visits[i]
-		return []any{v.ID, v.OccurredAt, v.ProgramID, nullText(v.ClickID), nullText(v.SessionID),
-			nullText(v.PageURL), nullText(v.ReferrerURL), v.IsTest}
-	})
-}
-
-// batchWrite is the SQL of one kind of batch.
-type batchWrite struct {
-	table   string   // temporary, dropped at commit
-	create  string   // creates table
-	columns []string // copied into table
-	insert  string   // moves table's rows into place, skipping those stored
-}
-
-// write copies n rows into a fresh temporary table and inserts them from
-// there, in one transaction; it returns how many rows were new.
-func (s *TrafficStore) write(ctx context.Context, w batchWrite, n int, row func(i int) []any) (inserted int, err error) {
-	if n == 0 {
+	if len(visits) == 0 {
 		return 0, nil
 	}
-	err = s.db.Transact(ctx, func(tx *sqlx.Tx) error {
-		if _, err := tx.ExecContext(ctx, w.create); err != nil {
-			return err
-		}
-		if err := copyRows(ctx, tx, w.table, w.columns, n, row); err != nil {
-			return err
-		}
-		res, err := tx.ExecContext(ctx, w.insert)
-		if err != nil {
-			return err
-		}
-		rows, _ := res.RowsAffected()
-		inserted = int(rows)
-		return nil
-	})
-	return inserted, err
-}
-
-// copyRows copies n rows into table with COPY … FROM STDIN.
-func copyRows(ctx context.Context, tx *sqlx.Tx, table string, columns []string, n int, row func(i int) []any) error {
-	stmt, err := tx.PrepareContext(ctx, pq.CopyIn(table, columns...))
+	n = len(visits)
+	ids, clicks, sessions := make([]sql.NullString, n), make([]sql.NullString, n), make([]sql.NullString, n)
+	pages, referrers := make([]sql.NullString, n), make([]sql.NullString, n)
+	occurred, programs, tests := make([]time.Time, n), make([]int64, n), make([]bool, n)
+	for i := range visits {
+		v := &visits[i]
+		ids[i], occurred[i], programs[i], tests[i] = nullString(v.ID), v.OccurredAt, v.ProgramID, v.IsTest
+		clicks[i], sessions[i] = nullString(v.ClickID), nullString(v.SessionID)
+		pages[i], referrers[i] = nullString(v.PageURL), nullString(v.ReferrerURL)
+	}
+	res, err := s.db.ExecContext(ctx, insertVisits, pq.GenericArray{A: ids}, pq.GenericArray{A: occurred},
+		pq.Array(programs), pq.GenericArray{A: clicks}, pq.GenericArray{A: sessions}, pq.GenericArray{A: pages},
+		pq.GenericArray{A: referrers}, pq.Array(tests))
 	if err != nil {
-		return err
+		return 0, err
 	}
-	defer stmt.Close()
-	for i := 0; i < n; i++ {
-		if _, err := stmt.ExecContext(ctx, row(i)...); err != nil {
-			return err
-		}
-	}
-	_, err = stmt.ExecContext(ctx)
-	return err
-}
-
-// nullText stores an empty text as NULL.
-func nullText(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
+	rows, err := res.RowsAffected()
+	return int(rows), err
 }

@@ -424,7 +424,7 @@ func TestFaultPostgresRestartDuringSales(t *testing.T) {
 // writes click batches into Postgres. The batches it held are redone by
 // another worker once their lease expires (asynq gives an unacknowledged
 // task back after its 30 s lease, and the recoverer's 30 s margin), and
-// the idempotent write (COPY into a temporary table, INSERT … ON CONFLICT
+// the idempotent write (one INSERT … SELECT FROM unnest … ON CONFLICT
 // DO NOTHING) stores each click once, whether or not the killed worker had
 // committed it.
 func TestFaultWorkerKilledMidBatch(t *testing.T) {
