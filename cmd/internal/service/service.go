@@ -179,6 +179,10 @@ func (b *Backends) Edge(ctx context.Context) (*ingest.Server, error) {
 		Logger:             b.Logger,
 		Relay:              outbox,
 	})
+	refunds := postgres.NewRefundService(b.DB, outbox, b.Logger)
+	// Relays started after a commit finish before the connections close;
+	// one cut off would only leave its messages to the outbox sweep.
+	b.closers = append(b.closers, leads.WaitRelays, sales.WaitRelays, refunds.WaitRelays)
 	cli := postgres.NewCLIService(b.DB)
 	return ingest.New(ingest.Config{
 		PublicBaseURL:       b.Config.PublicBaseURL,
@@ -197,7 +201,7 @@ func (b *Backends) Edge(ctx context.Context) (*ingest.Server, error) {
 		Partners:      postgres.NewPartnerService(b.DB),
 		Leads:         leads,
 		Sales:         sales,
-		Refunds:       postgres.NewRefundService(b.DB, outbox, b.Logger),
+		Refunds:       refunds,
 		Commissions:   balances,
 		Balances:      balances,
 		Notifications: postgres.NewNotificationStore(b.DB),
