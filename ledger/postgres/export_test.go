@@ -25,21 +25,5 @@ func CustomerByKey(ctx context.Context, tx *sqlx.Tx, programID int64, key string
 // around the commission and the tracking log), for tests that compare it
 // with the lean path RecordSale takes first.
 func (s *SaleService) RecordSaleCareful(ctx context.Context, req ledger.SaleRequest) (*ledger.SaleResult, error) {
-	now := s.db.now()
-	sale, err := req.Validate(now)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.lean.prepare(ctx); err != nil {
-		return nil, err
-	}
-	out, msgs, err := s.recordInTransaction(ctx, *sale, now, false)
-	if err != nil {
-		return nil, err
-	}
-	s.after.send(msgs)
-	if out.answer != nil {
-		return nil, out.answer
-	}
-	return out.result, nil
+	return s.record(ctx, req, false)
 }

@@ -56,6 +56,12 @@ var _ ledger.SaleService = (*SaleService)(nil)
 // customer without a partner: the sale is stored, the call answers 400.
 func (s *SaleService) RecordSale(ctx context.Context, req ledger.SaleRequest) (res *ledger.SaleResult, err error) {
 	defer wrap(&err, "postgres.RecordSale(program %d)", req.ProgramID)
+	return s.record(ctx, req, true)
+}
+
+// record validates and records a sale, on the lean path first when
+// leanFirst (falling back to the careful one), else on the careful path.
+func (s *SaleService) record(ctx context.Context, req ledger.SaleRequest, leanFirst bool) (*ledger.SaleResult, error) {
 	now := s.db.now()
 	sale, err := req.Validate(now)
 	if err != nil {
@@ -64,7 +70,7 @@ func (s *SaleService) RecordSale(ctx context.Context, req ledger.SaleRequest) (r
 	if err := s.lean.prepare(ctx); err != nil {
 		return nil, err
 	}
-	out, msgs, err := s.recordInTransaction(ctx, *sale, now, true)
+	out, msgs, err := s.recordInTransaction(ctx, *sale, now, leanFirst)
 	var lean *leanWriteError
 	if errors.As(err, &lean) {
 		s.logger.Warn("lean sale write failed; recording the sale on the careful path",
