@@ -52,7 +52,11 @@ func (p *preparedStatements) prepare(ctx context.Context) error {
 // in returns query, one of the set, prepared, for use in tx; the first
 // use on a connection prepares it there.
 func (p *preparedStatements) in(ctx context.Context, tx *sqlx.Tx, query string) *sqlx.Stmt {
-	return tx.StmtxContext(ctx, p.stmts[query])
+	st := p.stmts[query]
+	if st == nil {
+		panic("postgres: a statement used before prepare, or outside its set: " + query)
+	}
+	return tx.StmtxContext(ctx, st)
 }
 
 // row runs query, one of the set, in tx and returns its row; with no set

@@ -335,6 +335,9 @@ func writeLeanRefund(ctx context.Context, tx *sqlx.Tx, stmts *preparedStatements
 	if err != nil {
 		return nil, false, err
 	}
+	if len(ids) != len(msgs) {
+		return nil, false, fmt.Errorf("outbox: %d rows written for %d messages", len(ids), len(msgs))
+	}
 	for i := range msgs {
 		msgs[i].ID = ids[i]
 	}
