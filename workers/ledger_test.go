@@ -191,41 +191,6 @@ func TestCommissionApprovalHandler(t *testing.T) {
 	}
 }
 
-// TestSchedulerRegistersApproval runs the real scheduler and finds the
-// commission approval among its entries, on the maintenance queue.
-func TestSchedulerRegistersApproval(t *testing.T) {
-	t.Parallel()
-	rdb := redistest.Client(t)
-	ns := redistest.Namespace(t, rdb)
-	conn, err := asynq.ParseRedisURI(redistest.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := workers.NewScheduler(conn, ns, discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer s.Shutdown()
-	insp := asynq.NewInspectorFromRedisClient(rdb)
-	waitFor(t, "scheduler entry", func() bool {
-		entries, _ := insp.SchedulerEntries()
-		for _, e := range entries {
-			if e.Task.Type() != tasks.TypeCommissionsApprove || e.Spec != "@every 1m" {
-				continue
-			}
-			for _, o := range e.Opts {
-				if o.Type() == asynq.QueueOpt && o.Value() == ns.Queue(tasks.QueueMaintenance) {
-					return true
-				}
-			}
-		}
-		return false
-	})
-}
-
 func TestNotificationQueueMatchesLedger(t *testing.T) {
 	t.Parallel()
 	if ledger.OutboxQueueNotifications != tasks.QueueNotifications {

@@ -290,38 +290,3 @@ func TestProcessorHandlerFailures(t *testing.T) {
 		})
 	}
 }
-
-// TestSchedulerRegistersProcessorSweep finds the processor sweep among the
-// real scheduler's entries, on the maintenance queue.
-func TestSchedulerRegistersProcessorSweep(t *testing.T) {
-	t.Parallel()
-	rdb := redistest.Client(t)
-	ns := redistest.Namespace(t, rdb)
-	conn, err := asynq.ParseRedisURI(redistest.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := workers.NewScheduler(conn, ns, discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer s.Shutdown()
-	insp := asynq.NewInspectorFromRedisClient(rdb)
-	waitFor(t, "scheduler entry", func() bool {
-		entries, _ := insp.SchedulerEntries()
-		for _, e := range entries {
-			if e.Task.Type() != tasks.TypeProcessorSweep {
-				continue
-			}
-			for _, o := range e.Opts {
-				if o.Type() == asynq.QueueOpt && o.Value() == ns.Queue(tasks.QueueMaintenance) {
-					return true
-				}
-			}
-		}
-		return false
-	})
-}
