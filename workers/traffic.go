@@ -3,6 +3,7 @@ package workers
 import (
 	"context"
 	"log/slog"
+	"sync"
 
 	"github.com/hibiken/asynq"
 
@@ -10,12 +11,16 @@ import (
 	"github.com/partnertrack/partnertrack/workers/tasks"
 )
 
-// ClickBatchHandler writes a batch of clicks from the clicks queue. The
-// write is idempotent, so a batch retried after a failure, or redone
-// after its worker was killed, stores each click once.
+// ClickBatchHandler writes a batch of clicks from the clicks queue, in
+// one insert with the batches of the click tasks running beside it
+// (batchWriter). The write is idempotent, so a batch retried after a
+// failure, or redone after its worker was killed, stores each click once.
 type ClickBatchHandler struct {
 	Store  ledger.TrafficStore
 	Logger *slog.Logger
+
+	once   sync.Once
+	writer *batchWriter[ledger.Click]
 }
 
 // ProcessTask writes the batch.
@@ -24,19 +29,20 @@ func (h *ClickBatchHandler) ProcessTask(ctx context.Context, t *asynq.Task) erro
 	if err != nil {
 		return err
 	}
-	n, err := h.Store.WriteClicks(ctx, clicks)
-	if err != nil {
-		return err
-	}
-	h.Logger.Debug("click batch written", "clicks", len(clicks), "new", n)
-	return nil
+	h.once.Do(func() {
+		h.writer = &batchWriter[ledger.Click]{kind: "clicks", write: h.Store.WriteClicks, logger: h.Logger}
+	})
+	return h.writer.Write(ctx, clicks)
 }
 
-// VisitBatchHandler writes a batch of visits from the visits queue,
-// idempotently like ClickBatchHandler.
+// VisitBatchHandler writes a batch of visits from the visits queue, like
+// ClickBatchHandler.
 type VisitBatchHandler struct {
 	Store  ledger.TrafficStore
 	Logger *slog.Logger
+
+	once   sync.Once
+	writer *batchWriter[ledger.Visit]
 }
 
 // ProcessTask writes the batch.
@@ -45,10 +51,8 @@ func (h *VisitBatchHandler) ProcessTask(ctx context.Context, t *asynq.Task) erro
 	if err != nil {
 		return err
 	}
-	n, err := h.Store.WriteVisits(ctx, visits)
-	if err != nil {
-		return err
-	}
-	h.Logger.Debug("visit batch written", "visits", len(visits), "new", n)
-	return nil
+	h.once.Do(func() {
+		h.writer = &batchWriter[ledger.Visit]{kind: "visits", write: h.Store.WriteVisits, logger: h.Logger}
+	})
+	return h.writer.Write(ctx, visits)
 }

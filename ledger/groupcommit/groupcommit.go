@@ -5,8 +5,9 @@
 // caller of a batch gets that batch's result. Under load, one write then
 // carries many items while the next batch fills behind it.
 //
-// The package knows nothing of what a flush does; the click and visit
-// pipelines (package traffic) flush to Redis.
+// The package knows nothing of what a flush does: the edge's click and
+// visit pipelines (package traffic) flush to Redis, and the workers'
+// click and visit tasks that run at the same time share one insert.
 package groupcommit
 
 import (
