@@ -23,7 +23,7 @@ import (
 // on purpose, and change the figure with the reason.
 const (
 	saleByKeyRoundTrips     = 5
-	saleByClickRoundTrips   = 8
+	saleByClickRoundTrips   = 6
 	refundCreditedRoundTrip = 5
 	refundPendingRoundTrips = 5
 )

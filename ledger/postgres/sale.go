@@ -342,7 +342,18 @@ func (s *SaleService) attribute(ctx context.Context, tx *sqlx.Tx, prog *ledger.P
 			return nil, notFound
 		}
 	}
-	click, err := resolveClick(ctx, tx, s.lean, s.pending, sale.ClickID)
+	click, cust, err := clickCustomer(ctx, tx, s.lean, prog.ID, sale.ClickID, now)
+	switch {
+	case err == nil && cust == nil:
+		return nil, ledger.NewError(ledger.ENoAttribution, ledger.MsgNoAttribution)
+	case err == nil:
+		return cust, nil
+	case ledger.ErrorCode(err) != ledger.ENotFound:
+		return nil, err
+	}
+	// Not in Postgres: a click still in the queue is read from the edge's
+	// record of it and written here.
+	click, err = resolveClick(ctx, tx, s.lean, s.pending, sale.ClickID)
 	if ledger.ErrorCode(err) == ledger.ENotFound {
 		return nil, notFound
 	} else if err != nil {

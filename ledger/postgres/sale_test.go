@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -392,6 +393,56 @@ func TestConcurrentDuplicateSales(t *testing.T) {
 		`SELECT count(*) FROM customers WHERE status = 'conversion'`:  1,
 		`SELECT count(*) FROM commissions WHERE amount_minor = 3000`:  1,
 		`SELECT count(*) FROM platform_fees WHERE amount_minor = 100`: 1,
+	} {
+		if n := b.count(t, query); n != want {
+			t.Fatalf("%s = %d, want %d", query, n, want)
+		}
+	}
+}
+
+// TestConcurrentFirstSalesOfOneClick sends 20 sales with distinct
+// transaction ids, all naming one click not seen before, at once, on a
+// program that pays the first sale only: the click brings exactly one
+// customer (found or created and locked by one statement), every sale is
+// stored, and exactly one earns the commission.
+func TestConcurrentFirstSalesOfOneClick(t *testing.T) {
+	b := setupLedger(t, "0")
+	w := b.MustWorld(t, programInput("fixed", "10", "USD", 0, 30))
+	click := b.MustClick(t, w, w.partnerID)
+	const calls = 20
+	var wg sync.WaitGroup
+	results := make([]*ledger.SaleResult, calls)
+	errs := make([]error, calls)
+	start := make(chan struct{})
+	for i := 0; i < calls; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			<-start
+			results[i], errs[i] = b.sales.RecordSale(context.Background(),
+				sale{txn: fmt.Sprintf("first_%d", i), clickID: click, amount: 500}.request(w.program.ID))
+		}(i)
+	}
+	close(start)
+	wg.Wait()
+	paid := 0
+	for i := 0; i < calls; i++ {
+		if errs[i] != nil {
+			t.Fatalf("sale %d: %v", i, errs[i])
+		}
+		if results[i].CommissionID != nil {
+			paid++
+		} else if results[i].Message != ledger.MsgSaleNotFirst {
+			t.Fatalf("sale %d without commission: %q", i, results[i].Message)
+		}
+	}
+	if paid != 1 {
+		t.Fatalf("%d sales earned the commission, want 1", paid)
+	}
+	for query, want := range map[string]int{
+		`SELECT count(*) FROM customers WHERE click_id = '` + click + `'`:                                        1,
+		`SELECT count(*) FROM sales s JOIN customers c ON c.id = s.customer_id AND c.click_id = '` + click + `'`: calls,
+		`SELECT count(*) FROM commissions`:                                                                       1,
 	} {
 		if n := b.count(t, query); n != want {
 			t.Fatalf("%s = %d, want %d", query, n, want)

@@ -83,7 +83,7 @@ const (
 )
 
 func leanSaleStatements(db *DB) *preparedStatements {
-	return newPreparedStatements(db, qProgramForSale, qClickByID, qSaleFacts, qWriteLeanSale)
+	return newPreparedStatements(db, qProgramForSale, qClickByID, qClickCustomer, qSaleFacts, qWriteLeanSale)
 }
 
 // leanWriteError is a write of the lean path that failed; the sale is
