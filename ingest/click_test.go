@@ -77,7 +77,7 @@ func deadRedis(t *testing.T) *redis.Client {
 }
 
 // queued counts the tasks and clicks waiting in the clicks queue and the
-// click:<id> records of the namespace.
+// pending-click records of the namespace.
 func (b *clickBundle) queued(t *testing.T) (taskCount, clicks, records int) {
 	t.Helper()
 	infos, err := asynq.NewInspectorFromRedisClient(b.rdb).ListPendingTasks(b.ns.Queue(tasks.QueueClicks), asynq.PageSize(1000))
@@ -91,11 +91,18 @@ func (b *clickBundle) queued(t *testing.T) (taskCount, clicks, records int) {
 		}
 		clicks += len(cs)
 	}
-	keys, err := b.rdb.Keys(context.Background(), b.ns.PendingClickKey("*")).Result()
+	keys, err := b.rdb.Keys(context.Background(), b.ns.Key("clicks:pending:*")).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return len(infos), clicks, len(keys)
+	for _, k := range keys {
+		n, err := b.rdb.HLen(context.Background(), k).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		records += int(n)
+	}
+	return len(infos), clicks, records
 }
 
 // drain runs the click and visit workers' handlers over every pending

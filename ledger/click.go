@@ -56,7 +56,7 @@ func ClickTime(s string) (time.Time, bool) {
 }
 
 // PendingClicks finds a click the edge acknowledged whose batch may not
-// have reached Postgres yet (the short-lived click:<id> record the edge
+// have reached Postgres yet (the short-lived pending-click record the edge
 // writes with each batch).
 type PendingClicks interface {
 	// PendingClick returns the click. Errors: ENotFound when the id is

@@ -26,6 +26,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/sony/gobreaker/v2"
 
+	"github.com/partnertrack/partnertrack/ledger/groupcommit"
 	"github.com/partnertrack/partnertrack/ledger"
 	"github.com/partnertrack/partnertrack/ledger/groupcommit"
 	"github.com/partnertrack/partnertrack/workers/tasks"
@@ -55,7 +56,7 @@ type Config struct {
 	MaxInflight  int
 	RedisTimeout time.Duration // per batch
 	StoreTimeout time.Duration // per batch, on the direct path
-	PendingTTL   time.Duration // of a click:<id> record; default tasks.PendingClickTTL
+	PendingTTL   time.Duration // of a pending-click record; default tasks.PendingClickTTL
 }
 
 // Pipeline implements ledger.TrafficRecorder.
@@ -184,15 +185,17 @@ func (p *Pipeline) throughBreaker(fn func() error) error {
 	return err
 }
 
-// enqueueClicks writes a batch's click:<id> records (one pipelined round
-// trip) and its task (one asynq enqueue) at the same time; the batch is
+// enqueueClicks writes a batch's pending-click records (one pipelined
+// round trip: an HSET and an EXPIRE per second the batch spans, usually
+// one) and its task (one asynq enqueue) at the same time; the batch is
 // durable once both succeeded.
 func (p *Pipeline) enqueueClicks(ctx context.Context, batch []queued[ledger.Click]) error {
 	recorded := make(chan error, 1)
 	go func() {
 		_, err := p.cfg.Redis.Pipelined(ctx, func(pipe redis.Pipeliner) error {
-			for i := range batch {
-				pipe.Set(ctx, p.cfg.Namespace.PendingClickKey(batch[i].item.ID), batch[i].wire, p.cfg.PendingTTL)
+			for key, fields := range p.pendingRecords(batch) {
+				pipe.HSet(ctx, key, fields...)
+				pipe.Expire(ctx, key, p.cfg.PendingTTL)
 			}
 			return nil
 		})
@@ -203,6 +206,24 @@ func (p *Pipeline) enqueueClicks(ctx context.Context, batch []queued[ledger.Clic
 		err = errors.Join(err, fmt.Errorf("write click records: %w", rerr))
 	}
 	return err
+}
+
+// pendingRecords groups a batch's records by the hash of their second
+// (tasks.PendingClicksKey): field, value, field, value…
+func (p *Pipeline) pendingRecords(batch []queued[ledger.Click]) map[string][]any {
+	byKey := make(map[string][]any, 1)
+	for i := range batch {
+		at, ok := ledger.ClickTime(batch[i].item.ID) // what PendingClick reads by
+		if !ok {
+			at = batch[i].item.OccurredAt
+		}
+		key := p.cfg.Namespace.PendingClicksKey(at)
+		if byKey[key] == nil {
+			byKey[key] = make([]any, 0, 2*len(batch))
+		}
+		byKey[key] = append(byKey[key], batch[i].item.ID, batch[i].wire)
+	}
+	return byKey
 }
 
 // enqueue adds a batch task to a queue. Its TaskID is the id of its first
@@ -243,8 +264,8 @@ func wires[T any](batch []queued[T]) [][]byte {
 	return out
 }
 
-// Pending implements ledger.PendingClicks over the click:<id> records the
-// pipeline writes with each batch.
+// Pending implements ledger.PendingClicks over the pending-click records
+// the pipeline writes with each batch.
 type Pending struct {
 	Redis     redis.UniversalClient
 	Namespace tasks.Namespace
@@ -257,10 +278,11 @@ var _ ledger.PendingClicks = (*Pending)(nil)
 // (the caller answers 500 and its client retries, rather than losing the
 // attribution).
 func (p *Pending) PendingClick(ctx context.Context, clickID string) (*ledger.Click, error) {
-	if _, ok := ledger.ClickTime(clickID); !ok {
+	at, ok := ledger.ClickTime(clickID)
+	if !ok {
 		return nil, ledger.NewError(ledger.ENotFound, "click not found")
 	}
-	b, err := p.Redis.Get(ctx, p.Namespace.PendingClickKey(clickID)).Bytes()
+	b, err := p.Redis.HGet(ctx, p.Namespace.PendingClicksKey(at), clickID).Bytes()
 	if errors.Is(err, redis.Nil) {
 		return nil, ledger.NewError(ledger.ENotFound, "click not found")
 	} else if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/sony/gobreaker/v2"
 
+	"github.com/partnertrack/partnertrack/ledger/groupcommit"
 	"github.com/partnertrack/partnertrack/ledger"
 	"github.com/partnertrack/partnertrack/ledger/groupcommit"
 	"github.com/partnertrack/partnertrack/ledger/postgres"
@@ -164,7 +165,7 @@ func TestConcurrentClicksShareOneTask(t *testing.T) {
 			t.Fatalf("pending click = %+v, want %+v", got, c)
 		}
 	}
-	ttl := b.rdb.TTL(ctx, b.ns.PendingClickKey(first.ID)).Val()
+	ttl := b.rdb.TTL(ctx, b.ns.PendingClicksKey(first.OccurredAt)).Val()
 	if ttl < 23*time.Hour || ttl > 24*time.Hour {
 		t.Fatalf("record TTL %v, want about 24 h", ttl)
 	}

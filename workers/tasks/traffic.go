@@ -3,6 +3,7 @@ package tasks
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -18,20 +19,27 @@ const (
 	TypeVisitBatch = "visit:batch"
 )
 
-// PendingClickTTL is how long the edge keeps a click:<id> record in Redis
+// PendingClickTTL is how long the edge keeps a click's record in Redis
 // for a lead or sale that names a click whose batch has not reached
 // Postgres yet: far past the worst queue delay.
 const PendingClickTTL = 24 * time.Hour
 
-// Key returns the namespaced name of a plain Redis key (the click:<id>
-// records, the cache invalidation channel), so that tests isolate their
+// Key returns the namespaced name of a plain Redis key (the pending-click
+// hashes, the cache invalidation channel), so that tests isolate their
 // keys the way they isolate their queues.
 func (ns Namespace) Key(name string) string { return string(ns) + name }
 
-// PendingClickKey is the Redis key of a click's short-lived record.
-func (ns Namespace) PendingClickKey(clickID string) string { return ns.Key("click:" + clickID) }
+// PendingClicksKey is the Redis hash that holds the records of the clicks
+// of the second at (field: click id, value: the click's wire form). A
+// click id carries its time, so a reader finds the hash from the id
+// alone. One hash per second lets the edge write a whole batch with one
+// HSET and one EXPIRE instead of a key per click, and keeps each hash
+// small enough to expire without stalling Redis.
+func (ns Namespace) PendingClicksKey(at time.Time) string {
+	return ns.Key("clicks:pending:" + strconv.FormatInt(at.Unix(), 10))
+}
 
-// clickWire is a click as the queue and the click:<id> record carry it.
+// clickWire is a click as the queue and its pending record carry it.
 // Keys are short because a batch carries hundreds of clicks; the time is
 // not carried, because the click id holds it.
 type clickWire struct {
@@ -53,7 +61,7 @@ type clickWire struct {
 	UserAgent   string `json:"ua,omitempty"`
 }
 
-// EncodeClick returns a click's wire form: the value of its click:<id>
+// EncodeClick returns a click's wire form: the value of its pending
 // record and its element in a batch payload.
 func EncodeClick(c *ledger.Click) ([]byte, error) {
 	return json.Marshal(clickWire{

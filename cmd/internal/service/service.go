@@ -243,7 +243,7 @@ func (b *Backends) Edge(ctx context.Context) (*ingest.Server, error) {
 	}), nil
 }
 
-// PendingClicks reads the click:<id> records of clicks acknowledged by an
+// PendingClicks reads the pending-click records of clicks acknowledged by an
 // edge whose batch may not have reached Postgres yet; the lead, sale and
 // processor services resolve click ids with it.
 func (b *Backends) PendingClicks() ledger.PendingClicks {
