@@ -246,9 +246,13 @@ func (b *bench) sustainedClicks(ctx context.Context, n *node, w *world) error {
 	if err != nil {
 		return err
 	}
+	inserted, err := b.clicksInserted(ctx)
+	if err != nil {
+		return err
+	}
 	pool := load.PoolSize(b.p.sustainedRate)
 	var accepted counter
-	sampler := newBacklogSampler(b, w.sustained.ID, before, &accepted)
+	sampler := newBacklogSampler(b, inserted, &accepted)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
