@@ -60,3 +60,30 @@ func (b *bench) clicksInserted(ctx context.Context) (int64, error) {
 		WHERE relid IN (SELECT inhrelid FROM pg_inherits WHERE inhparent = 'clicks'::regclass)`).Scan(&n)
 	return n, err
 }
+
+// settle waits, before a measured phase, until the worker has no task
+// pending or running (the notifications, processor events and clicks of
+// the phases before), so that each phase measures its own work and not
+// the backlog of the one before it on the same two cores. It gives up
+// after drainWait and says so; the wait, when there was one, is noted.
+func (b *bench) settle(ctx context.Context, before string) {
+	start := time.Now()
+	for {
+		n, err := stack.BusyTasks(b.cfg.RedisURL, b.ns)
+		if err == nil && n == 0 {
+			break
+		}
+		if time.Since(start) > b.p.drainWait {
+			b.note("%s: the worker still had %d tasks in hand after %s; measured anyway", before, n, b.p.drainWait)
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	if waited := time.Since(start); waited >= time.Second {
+		b.note("%s: waited %s for the worker to finish the tasks of the phases before", before, waited.Round(100*time.Millisecond))
+	}
+}

@@ -68,9 +68,12 @@ func (b *bench) measureService(ctx context.Context) error {
 		return fmt.Errorf("raw sale transaction: %w", err)
 	}
 	b.say("== sales, leads, Stripe events")
+	b.settle(ctx, "sales at max")
 	salesMax, salesRate := b.sales(ctx, n, w)
+	b.settle(ctx, "leads")
 	b.aux(ctx, n, w)
 	b.say("== sustained clicks")
+	b.settle(ctx, "sustained clicks")
 	if err := b.sustainedClicks(ctx, n, w); err != nil {
 		return err
 	}
@@ -79,8 +82,10 @@ func (b *bench) measureService(ctx context.Context) error {
 		return fmt.Errorf("AOF comparison: %w", err)
 	}
 	b.say("== refunds")
+	b.settle(ctx, "refunds at max")
 	b.refunds(ctx, n, salesMax, salesRate)
 	b.say("== listing")
+	b.settle(ctx, "listing")
 	if err := b.listingRun(ctx, n, w); err != nil {
 		return fmt.Errorf("listing: %w", err)
 	}
@@ -145,6 +150,7 @@ func (b *bench) sales(ctx context.Context, n *node, w *world) (*drive.Sales, *dr
 	b.target("sales at max", fmt.Sprintf("%.2f× raw tx (%s)", row.Ratio(), report.Rate(res.Throughput())),
 		fmt.Sprintf("≥ %.2f×", saleRatio), row.Ratio() >= saleRatio && res.Success() == res.Sent)
 
+	b.settle(ctx, "sales at fixed rate")
 	pool := load.PoolSize(b.p.saleRate) * 2
 	rate := drive.NewSales(httpc.New(n.addr, pool), w.salesRate, "txn-"+b.tag+"-rate", pool)
 	res = load.Run(ctx, load.Options{Rate: b.p.saleRate, Workers: pool, Duration: b.p.saleRateFor}, rate.Do)
@@ -166,6 +172,7 @@ func (b *bench) refunds(ctx context.Context, n *node, max, rate *drive.Sales) {
 	b.target("refunds at max", fmt.Sprintf("%.2f× raw tx (%s)", row.Ratio(), report.Rate(res.Throughput())),
 		fmt.Sprintf("≥ %.2f×", saleRatio), row.Ratio() >= saleRatio && res.Success() == res.Sent)
 
+	b.settle(ctx, "refunds at fixed rate")
 	pool := load.PoolSize(b.p.saleRate) * 2
 	madeRate := int64(len(rate.Made()))
 	res = load.Run(ctx, load.Options{Rate: b.p.saleRate, Workers: pool, Duration: b.p.saleRateFor, Limit: madeRate}, rate.Refunds())

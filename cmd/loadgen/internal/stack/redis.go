@@ -21,6 +21,19 @@ func inspector(redisURL string) (*asynq.Inspector, error) {
 // QueuedTasks is how many tasks wait (pending, active, scheduled, retry,
 // aggregating) in the asynq queues whose names start with ns.
 func QueuedTasks(redisURL, ns string) (int64, error) {
+	return countTasks(redisURL, ns, func(q *asynq.QueueInfo) int {
+		return q.Pending + q.Active + q.Scheduled + q.Retry + q.Aggregating
+	})
+}
+
+// BusyTasks is how many tasks are pending or running in the asynq queues
+// whose names start with ns: the work a worker has in hand now (retries
+// waiting out their delay are not).
+func BusyTasks(redisURL, ns string) (int64, error) {
+	return countTasks(redisURL, ns, func(q *asynq.QueueInfo) int { return q.Pending + q.Active })
+}
+
+func countTasks(redisURL, ns string, count func(*asynq.QueueInfo) int) (int64, error) {
 	insp, err := inspector(redisURL)
 	if err != nil {
 		return 0, err
@@ -39,7 +52,7 @@ func QueuedTasks(redisURL, ns string) (int64, error) {
 		if err != nil {
 			return 0, err
 		}
-		n += int64(info.Pending + info.Active + info.Scheduled + info.Retry + info.Aggregating)
+		n += int64(count(info))
 	}
 	return n, nil
 }
