@@ -26,7 +26,6 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/sony/gobreaker/v2"
 
-	"github.com/partnertrack/partnertrack/ledger/groupcommit"
 	"github.com/partnertrack/partnertrack/ledger"
 	"github.com/partnertrack/partnertrack/ledger/groupcommit"
 	"github.com/partnertrack/partnertrack/workers/tasks"
