@@ -1,11 +1,40 @@
 package ledger
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
-// Housekeeper keeps the storage ready for what comes: the monthly click and
-// visit partitions exist before the month starts.
+// Housekeeper keeps the storage ready for what comes and lets go of what
+// is done: the monthly click and visit partitions exist before the month
+// starts, and delivered history older than its retention is deleted.
 type Housekeeper interface {
 	// EnsurePartitions creates the monthly partitions of clicks and visits
 	// from the current month through `months` months ahead (idempotent).
 	EnsurePartitions(ctx context.Context, months int) error
+	// Prune deletes the history the retention lets go, in batches, and
+	// reports how many rows it deleted.
+	Prune(ctx context.Context, r Retention) (Pruned, error)
+}
+
+// Retention is how long delivered history is kept.
+type Retention struct {
+	// SentOutbox: outbox messages, counted from their creation, once
+	// sent. A message never sent is kept whatever its age (the sweep's
+	// business, and visible in the outbox lag metric).
+	SentOutbox time.Duration
+	// WebhookAttempts: the endpoints' delivery logs, each attempt counted
+	// from when it was made.
+	WebhookAttempts time.Duration
+}
+
+// DefaultRetention keeps sent outbox messages a week (long past the 72
+// hours a webhook may wait behind an open breaker, so a redelivered task
+// still finds its message) and delivery logs 30 days (what a brand looks
+// back on from the dashboard).
+var DefaultRetention = Retention{SentOutbox: 7 * 24 * time.Hour, WebhookAttempts: 30 * 24 * time.Hour}
+
+// Pruned counts the rows one Prune deleted.
+type Pruned struct {
+	Outbox, WebhookAttempts int64
 }

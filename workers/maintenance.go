@@ -47,6 +47,23 @@ func (h *OutboxSweepHandler) ProcessTask(ctx context.Context, _ *asynq.Task) err
 // prepared.
 const partitionMonthsAhead = 3
 
+// PruneHandler deletes delivered history past its retention.
+type PruneHandler struct {
+	Housekeeper ledger.Housekeeper
+	Retention   ledger.Retention
+	Logger      *slog.Logger
+}
+
+// ProcessTask prunes; a run cut short by its deadline or an error is
+// picked up by the next one, an hour later.
+func (h *PruneHandler) ProcessTask(ctx context.Context, _ *asynq.Task) error {
+	p, err := h.Housekeeper.Prune(ctx, h.Retention)
+	if p.Outbox > 0 || p.WebhookAttempts > 0 {
+		h.Logger.Info("history pruned", "outbox_messages", p.Outbox, "webhook_attempts", p.WebhookAttempts)
+	}
+	return err
+}
+
 // PartitionsHandler prepares future monthly partitions.
 type PartitionsHandler struct {
 	Housekeeper ledger.Housekeeper

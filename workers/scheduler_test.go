@@ -32,6 +32,7 @@ func TestSchedulerRegistersMaintenance(t *testing.T) {
 	insp := asynq.NewInspectorFromRedisClient(rdb)
 	for _, want := range []struct{ taskType, spec string }{
 		{tasks.TypeCommissionsApprove, "@every 1m"},
+		{tasks.TypeHistoryPrune, "@every 1h"},
 		{tasks.TypeProcessorSweep, ""}, // any schedule
 	} {
 		waitFor(t, "scheduler entry "+want.taskType, func() bool {

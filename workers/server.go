@@ -35,6 +35,7 @@ func NewMux(h Handlers) *asynq.ServeMux {
 	mux := asynq.NewServeMux()
 	mux.Handle(tasks.TypeOutboxSweep, &OutboxSweepHandler{Outbox: h.Outbox, Logger: h.Logger})
 	mux.Handle(tasks.TypePartitionsEnsure, &PartitionsHandler{Housekeeper: h.Housekeeper})
+	mux.Handle(tasks.TypeHistoryPrune, &PruneHandler{Housekeeper: h.Housekeeper, Retention: ledger.DefaultRetention, Logger: h.Logger})
 	mux.Handle(tasks.TypeCommissionsApprove, &CommissionApprovalHandler{Commissions: h.Commissions, Logger: h.Logger})
 	mux.Handle(tasks.TypeNotificationDeliver, &NotificationHandler{Inbox: h.Inbox})
 	mux.Handle(tasks.TypeClickBatch, &ClickBatchHandler{Store: h.Traffic, Logger: h.Logger})
@@ -103,6 +104,7 @@ func NewScheduler(conn asynq.RedisConnOpt, ns tasks.Namespace, logger *slog.Logg
 		{"@every 5s", tasks.NewOutboxSweepTask()},
 		{"@every 10s", tasks.NewProcessorSweepTask()},
 		{"@every 1h", tasks.NewPartitionsEnsureTask()},
+		{"@every 1h", tasks.NewHistoryPruneTask()},
 		{"@every 1m", tasks.NewCommissionsApproveTask()},
 	} {
 		// A periodic task must not carry a fixed TaskID (asynq would refuse

@@ -2,11 +2,13 @@ package postgres
 
 import (
 	"context"
+	"time"
 
 	"github.com/partnertrack/partnertrack/ledger"
 )
 
-// Housekeeper implements ledger.Housekeeper.
+// Housekeeper implements ledger.Housekeeper: partitions ahead of time,
+// history pruned after its retention.
 type Housekeeper struct{ db *DB }
 
 // NewHousekeeper returns the housekeeper over db.
@@ -25,4 +27,69 @@ func (h *Housekeeper) EnsurePartitions(ctx context.Context, months int) (err err
 		}
 	}
 	return nil
+}
+
+// pruneBatch is how many rows one pruning statement looks at: small
+// enough that each statement holds its locks briefly beside the sales.
+const pruneBatch = 5000
+
+// The pruning statements look at the next pruneBatch rows in id order
+// (the primary key) after $3, delete those the cutoff $1 lets go, and say
+// whether the batch reached rows created at or after the cutoff: ids grow
+// with time, so nothing further can be old enough and pruning stops
+// there, without scanning the young rest of the table.
+const (
+	qPruneOutbox = `
+		WITH batch AS (
+			SELECT id, sent_at, created_at FROM outbox WHERE id > $3 ORDER BY id LIMIT $2
+		), gone AS (
+			DELETE FROM outbox o USING batch b
+			WHERE o.id = b.id AND b.sent_at IS NOT NULL AND b.created_at < $1
+			RETURNING o.id
+		)
+		SELECT (SELECT count(*) FROM gone), COALESCE((SELECT max(id) FROM batch), 0),
+			COALESCE((SELECT bool_or(created_at >= $1) FROM batch), true)`
+	qPruneWebhookAttempts = `
+		WITH batch AS (
+			SELECT id, created_at FROM webhook_deliveries WHERE id > $3 ORDER BY id LIMIT $2
+		), gone AS (
+			DELETE FROM webhook_deliveries d USING batch b
+			WHERE d.id = b.id AND b.created_at < $1
+			RETURNING d.id
+		)
+		SELECT (SELECT count(*) FROM gone), COALESCE((SELECT max(id) FROM batch), 0),
+			COALESCE((SELECT bool_or(created_at >= $1) FROM batch), true)`
+)
+
+// Prune deletes sent outbox messages and webhook delivery attempts older
+// than their retention (a zero duration keeps that history).
+func (h *Housekeeper) Prune(ctx context.Context, r ledger.Retention) (p ledger.Pruned, err error) {
+	defer wrap(&err, "postgres.Prune")
+	now := h.db.now()
+	if r.SentOutbox > 0 {
+		if p.Outbox, err = h.prune(ctx, qPruneOutbox, now.Add(-r.SentOutbox)); err != nil {
+			return p, err
+		}
+	}
+	if r.WebhookAttempts > 0 {
+		p.WebhookAttempts, err = h.prune(ctx, qPruneWebhookAttempts, now.Add(-r.WebhookAttempts))
+	}
+	return p, err
+}
+
+// prune runs one pruning statement batch after batch until a batch
+// reaches rows younger than cutoff or the table's end.
+func (h *Housekeeper) prune(ctx context.Context, query string, cutoff time.Time) (int64, error) {
+	var total, after int64
+	for {
+		var deleted int64
+		var reachedYoung bool
+		if err := h.db.QueryRowContext(ctx, query, cutoff, pruneBatch, after).Scan(&deleted, &after, &reachedYoung); err != nil {
+			return total, err
+		}
+		total += deleted
+		if reachedYoung {
+			return total, nil
+		}
+	}
 }

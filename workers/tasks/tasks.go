@@ -42,6 +42,7 @@ var AllQueues = map[string]int{
 const (
 	TypeOutboxSweep      = "outbox:sweep"
 	TypePartitionsEnsure = "partitions:ensure"
+	TypeHistoryPrune     = "history:prune"
 )
 
 // Namespace prefixes queue names. Production leaves it empty; tests give
@@ -178,3 +179,7 @@ func NewOutboxSweepTask() *asynq.Task { return asynq.NewTask(TypeOutboxSweep, ni
 // NewPartitionsEnsureTask builds the periodic creation of future
 // click and visit partitions.
 func NewPartitionsEnsureTask() *asynq.Task { return asynq.NewTask(TypePartitionsEnsure, nil) }
+
+// NewHistoryPruneTask builds the periodic deletion of delivered history
+// past its retention (sent outbox messages, webhook delivery attempts).
+func NewHistoryPruneTask() *asynq.Task { return asynq.NewTask(TypeHistoryPrune, nil) }

@@ -1,0 +1,82 @@
+package postgres_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/partnertrack/partnertrack/ledger"
+	"github.com/partnertrack/partnertrack/ledger/postgres"
+	"github.com/partnertrack/partnertrack/ledger/postgres/pgtest"
+)
+
+// TestPruneDeletesOnlyDeliveredHistoryPastRetention fills the outbox and
+// a delivery log with more old rows than one pruning batch holds, an old
+// message never sent ahead of them, and recent rows after them: pruning
+// deletes every old sent message and old attempt, across batches, and
+// keeps the unsent message and everything recent.
+func TestPruneDeletesOnlyDeliveredHistoryPastRetention(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	db.DB.Now = func() time.Time { return now }
+	fx := db.MustFixture(t, "prune")
+	old, recent := now.Add(-8*24*time.Hour), now.Add(-24*time.Hour)
+	var endpoint int64
+	for _, q := range []struct {
+		sql  string
+		args []any
+	}{
+		{`INSERT INTO outbox (task_type, queue, payload, created_at) VALUES ('t', 'q', '{}', $1)`, []any{old}},
+		{`INSERT INTO outbox (task_type, queue, payload, created_at, sent_at)
+			SELECT 't', 'q', '{}', $1, $1 FROM generate_series(1, 12000)`, []any{old}},
+		{`INSERT INTO outbox (task_type, queue, payload, created_at, sent_at)
+			SELECT 't', 'q', '{}', $1, $1 FROM generate_series(1, 3)`, []any{recent}},
+	} {
+		if _, err := db.Exec(q.sql, q.args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.QueryRow(`INSERT INTO webhook_endpoints (program_id, url, secret, events)
+		VALUES ($1, 'https://brand.example/hook', 'whsec_x', '{sale.created}') RETURNING id`, fx.ProgramID).Scan(&endpoint); err != nil {
+		t.Fatal(err)
+	}
+	for _, at := range []struct {
+		n    int
+		when time.Time
+	}{{6000, now.Add(-31 * 24 * time.Hour)}, {2, now.Add(-29 * 24 * time.Hour)}} {
+		if _, err := db.Exec(`INSERT INTO webhook_deliveries (endpoint_id, message_id, event_type, attempt, status_code, created_at)
+			SELECT $1, 'msg_' || i, 'sale.created', 1, 200, $2 FROM generate_series(1, $3) i`, endpoint, at.when, at.n); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	h := postgres.NewHousekeeper(db.DB)
+	p, err := h.Prune(context.Background(), ledger.DefaultRetention)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Outbox != 12000 || p.WebhookAttempts != 6000 {
+		t.Fatalf("pruned %+v, want 12000 outbox messages and 6000 attempts", p)
+	}
+	count := func(query string) int {
+		var n int
+		if err := db.QueryRow(query).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := count(`SELECT count(*) FROM outbox WHERE sent_at IS NULL`); n != 1 {
+		t.Fatalf("%d unsent messages left, want the one", n)
+	}
+	if n := count(`SELECT count(*) FROM outbox WHERE sent_at IS NOT NULL`); n != 3 {
+		t.Fatalf("%d sent messages left, want the 3 recent ones", n)
+	}
+	if n := count(`SELECT count(*) FROM webhook_deliveries`); n != 2 {
+		t.Fatalf("%d attempts left, want the 2 recent ones", n)
+	}
+	// A second run finds nothing more to delete.
+	if p, err := h.Prune(context.Background(), ledger.DefaultRetention); err != nil || p != (ledger.Pruned{}) {
+		t.Fatalf("second prune: %+v, %v", p, err)
+	}
+}
