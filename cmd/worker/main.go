@@ -51,7 +51,8 @@ func NewMain() *Main { return &Main{} }
 func (m *Main) ParseFlags(args []string, getenv func(string) string) error {
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
 	fs.StringVar(&m.Options.Queues, "queues", "all", "comma-separated queues to serve: clicks, visits, processor, notifications, webhooks, maintenance (or all)")
-	fs.IntVar(&m.Options.Concurrency, "concurrency", 16*runtime.NumCPU(), "tasks processed at once (concurrent click and visit tasks share one insert)")
+	fs.IntVar(&m.Options.Concurrency, "concurrency", 4*runtime.NumCPU(), "processor, notification, webhook and maintenance tasks processed at once")
+	fs.IntVar(&m.Options.TrafficConcurrency, "traffic-concurrency", 16*runtime.NumCPU(), "click and visit tasks processed at once (those running together share one insert)")
 	fs.BoolVar(&m.Options.Scheduler, "scheduler", true, "run the deployment's one scheduler (set false on every other replica)")
 	fs.StringVar(&m.Options.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics (task outcomes, webhook deliveries, breaker states) at http://ADDR/metrics; empty: not served")
 	if err := fs.Parse(args); err != nil {
@@ -82,7 +83,7 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	m.backends, m.worker = b, w
-	m.Logger.Info("worker started", "queues", m.Options.Queues, "scheduler", m.Options.Scheduler, "concurrency", m.Options.Concurrency)
+	m.Logger.Info("worker started", "queues", m.Options.Queues, "scheduler", m.Options.Scheduler, "concurrency", m.Options.Concurrency, "traffic_concurrency", m.Options.TrafficConcurrency)
 	return nil
 }
 

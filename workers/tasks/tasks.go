@@ -74,6 +74,20 @@ func (ns Namespace) Queues(names string) (map[string]int, error) {
 	return out, nil
 }
 
+// SplitTraffic splits the namespace's full queue names (from Queues) into
+// the click and visit queues and the others.
+func (ns Namespace) SplitTraffic(queues map[string]int) (traffic, others map[string]int) {
+	traffic, others = map[string]int{}, map[string]int{}
+	for q, w := range queues {
+		if q == ns.Queue(QueueClicks) || q == ns.Queue(QueueVisits) {
+			traffic[q] = w
+		} else {
+			others[q] = w
+		}
+	}
+	return traffic, others
+}
+
 // OutboxPayload is the payload of every task relayed from the outbox: the
 // outbox row's id, the consumer's idempotency key, and the message.
 type OutboxPayload struct {

@@ -48,3 +48,23 @@ func TestNamespaceQueues(t *testing.T) {
 		t.Fatal("unknown queue accepted")
 	}
 }
+
+func TestSplitTraffic(t *testing.T) {
+	t.Parallel()
+	ns := Namespace("t1:")
+	all, err := ns.Queues("all")
+	if err != nil {
+		t.Fatal(err)
+	}
+	traffic, others := ns.SplitTraffic(all)
+	if len(traffic) != 2 || traffic["t1:clicks"] != AllQueues[QueueClicks] || traffic["t1:visits"] != AllQueues[QueueVisits] {
+		t.Fatalf("traffic = %v, want the namespace's clicks and visits with their weights", traffic)
+	}
+	if len(others) != len(AllQueues)-2 || others["t1:processor"] == 0 || others["t1:maintenance"] == 0 {
+		t.Fatalf("others = %v", others)
+	}
+	traffic, others = ns.SplitTraffic(map[string]int{"t1:webhooks": 2})
+	if len(traffic) != 0 || len(others) != 1 {
+		t.Fatalf("webhooks only: traffic %v, others %v", traffic, others)
+	}
+}

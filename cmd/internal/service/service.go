@@ -331,10 +331,11 @@ func (b *Backends) logBreaker(name string, from, to gobreaker.State) {
 	b.Logger.Warn("circuit breaker changed state", "breaker", name, "from", from.String(), "to", to.String())
 }
 
-// Worker is an asynq server and, in one process of the deployment, the
-// scheduler.
+// Worker is up to two asynq servers over one set of handlers (one for
+// the click and visit queues, one for the others, each with its own
+// concurrency) and, in one process of the deployment, the scheduler.
 type Worker struct {
-	server      *asynq.Server
+	servers     []*asynq.Server
 	mux         *asynq.ServeMux
 	scheduler   *asynq.Scheduler
 	startup     func() error
@@ -346,9 +347,17 @@ type Worker struct {
 
 // WorkerOptions select what a worker process runs.
 type WorkerOptions struct {
-	Queues      string // comma-separated queue names, or "all"
-	Concurrency int
-	Scheduler   bool
+	Queues string // comma-separated queue names, or "all"
+	// Concurrency is how many tasks of the processor, notification,
+	// webhook and maintenance queues run at once; TrafficConcurrency how
+	// many click and visit tasks (Concurrency when zero). The traffic
+	// queues have their own server because their concurrent tasks share
+	// one insert, so they want many at once, while more money and
+	// notification tasks at once than Postgres connections only add
+	// contention beside the edge's sales.
+	Concurrency        int
+	TrafficConcurrency int
+	Scheduler          bool
 	// MetricsAddr, when set, is where the worker serves its Prometheus
 	// metrics (task outcomes, webhook deliveries, breaker states).
 	MetricsAddr string
@@ -385,10 +394,6 @@ func (b *Backends) Worker(opts WorkerOptions) (*Worker, error) {
 		Logger:             b.Logger,
 	})
 	w := &Worker{
-		server: workers.NewServer(b.Redis, workers.ServerConfig{
-			Queues: queues, Concurrency: opts.Concurrency, Logger: b.Logger,
-			Retry: opts.Retry, DelayedTaskCheckInterval: opts.DelayedTaskCheckInterval,
-		}),
 		mux: workers.NewMux(workers.Handlers{
 			Outbox:         outbox,
 			Housekeeper:    postgres.NewHousekeeper(b.DB),
@@ -402,6 +407,22 @@ func (b *Backends) Worker(opts WorkerOptions) (*Worker, error) {
 		}),
 	}
 	w.mux.Use(metrics.NewTasks(reg, notify.IsBreakerOpen).Middleware)
+	traffic, others := b.Namespace.SplitTraffic(queues)
+	if opts.TrafficConcurrency == 0 {
+		opts.TrafficConcurrency = opts.Concurrency
+	}
+	for _, s := range []struct {
+		queues      map[string]int
+		concurrency int
+	}{{traffic, opts.TrafficConcurrency}, {others, opts.Concurrency}} {
+		if len(s.queues) == 0 {
+			continue
+		}
+		w.servers = append(w.servers, workers.NewServer(b.Redis, workers.ServerConfig{
+			Queues: s.queues, Concurrency: s.concurrency, Logger: b.Logger,
+			Retry: opts.Retry, DelayedTaskCheckInterval: opts.DelayedTaskCheckInterval,
+		}))
+	}
 	if opts.MetricsAddr != "" {
 		mux := http.NewServeMux()
 		mux.Handle("GET /metrics", metrics.Handler(reg))
@@ -436,9 +457,14 @@ func (w *Worker) Start() error {
 		}
 		w.listener = ln
 	}
-	if err := w.server.Start(w.mux); err != nil {
-		w.stopMetrics()
-		return err
+	for i, s := range w.servers {
+		if err := s.Start(w.mux); err != nil {
+			for _, started := range w.servers[:i] {
+				started.Shutdown()
+			}
+			w.stopMetrics()
+			return err
+		}
 	}
 	if w.metrics != nil {
 		w.served = make(chan error, 1)
@@ -446,7 +472,7 @@ func (w *Worker) Start() error {
 	}
 	if w.scheduler != nil {
 		if err := w.scheduler.Start(); err != nil {
-			w.server.Shutdown()
+			w.shutdownServers()
 			w.stopMetrics()
 			return err
 		}
@@ -464,8 +490,19 @@ func (w *Worker) Shutdown() {
 	if w.scheduler != nil {
 		w.scheduler.Shutdown()
 	}
-	w.server.Shutdown()
+	w.shutdownServers()
 	w.stopMetrics()
+}
+
+// shutdownServers stops the servers at once, each letting its running
+// tasks finish.
+func (w *Worker) shutdownServers() {
+	var wg sync.WaitGroup
+	for _, s := range w.servers {
+		wg.Add(1)
+		go func() { defer wg.Done(); s.Shutdown() }()
+	}
+	wg.Wait()
 }
 
 // stopMetrics stops serving metrics (or closes the listener that never
