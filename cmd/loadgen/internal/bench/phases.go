@@ -147,7 +147,7 @@ func (b *bench) sales(ctx context.Context, n *node, w *world) (*drive.Sales, *dr
 	res := load.Run(ctx, load.Options{Workers: conns, Duration: b.p.saleMax}, max.Do)
 	row := report.Row{Name: "sales at max", Result: res, Ceiling: "raw tx", Base: b.ceil["raw"]}
 	b.row(row)
-	b.target("sales at max", fmt.Sprintf("%.2f× raw tx (%s)", row.Ratio(), report.Rate(res.Throughput())),
+	b.target("sales at max", fmt.Sprintf("%.3f× raw tx (%s)", row.Ratio(), report.Rate(res.Throughput())),
 		fmt.Sprintf("≥ %.2f×", saleRatio), row.Ratio() >= saleRatio && res.Success() == res.Sent)
 
 	b.settle(ctx, "sales at fixed rate")
@@ -169,7 +169,7 @@ func (b *bench) refunds(ctx context.Context, n *node, max, rate *drive.Sales) {
 	row := report.Row{Name: "refunds at max", Result: res, Ceiling: "raw tx", Base: b.ceil["raw"],
 		Note: fmt.Sprintf("%d sales to refund", madeMax)}
 	b.row(row)
-	b.target("refunds at max", fmt.Sprintf("%.2f× raw tx (%s)", row.Ratio(), report.Rate(res.Throughput())),
+	b.target("refunds at max", fmt.Sprintf("%.3f× raw tx (%s)", row.Ratio(), report.Rate(res.Throughput())),
 		fmt.Sprintf("≥ %.2f×", saleRatio), row.Ratio() >= saleRatio && res.Success() == res.Sent)
 
 	b.settle(ctx, "refunds at fixed rate")
@@ -237,7 +237,7 @@ func (b *bench) clickIntake(ctx context.Context, n *node, w *world) error {
 	}
 	row := report.Row{Name: "clicks at max", Result: res, Ceiling: "enqueue", Base: b.ceil["enqueue"], Note: note}
 	b.row(row)
-	b.target("click intake", fmt.Sprintf("%.2f× fiber+enqueue (%s), p99 %s, %d of %d 2xx", row.Ratio(), report.Rate(res.Throughput()),
+	b.target("click intake", fmt.Sprintf("%.3f× fiber+enqueue (%s), p99 %s, %d of %d 2xx", row.Ratio(), report.Rate(res.Throughput()),
 		report.Ms(res.Latency.Quantile(0.99)), res.Success(), res.Sent),
 		fmt.Sprintf("≥ %.2f×, p99 ≤ %s", clickRatio, report.Ms(clickP99)),
 		row.Ratio() >= clickRatio && res.Latency.Quantile(0.99) <= clickP99 && res.Success() == res.Sent)
