@@ -347,23 +347,11 @@ func TestConcurrentDuplicateSales(t *testing.T) {
 		clicks[i] = b.MustClick(t, w, w.partnerID)
 	}
 	const calls = 50
-	var wg sync.WaitGroup
-	results := make([]*ledger.SaleResult, calls)
-	errs := make([]error, calls)
-	start := make(chan struct{})
-	for i := 0; i < calls; i++ {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			<-start
-			// Several customers race too: attribution does not serialise
-			// them, the unique constraint does.
-			results[i], errs[i] = b.sales.RecordSale(context.Background(),
-				sale{txn: "txn_race", clickID: clicks[i%len(clicks)], amount: 10000}.request(w.program.ID))
-		}(i)
-	}
-	close(start)
-	wg.Wait()
+	// Several customers race too: attribution does not serialise them,
+	// the unique constraint does.
+	results, errs := recordAtOnce(b, calls, func(i int) ledger.SaleRequest {
+		return sale{txn: "txn_race", clickID: clicks[i%len(clicks)], amount: 10000}.request(w.program.ID)
+	})
 	var winner *ledger.SaleResult
 	for i := 0; i < calls; i++ {
 		if errs[i] == nil {
@@ -410,21 +398,9 @@ func TestConcurrentFirstSalesOfOneClick(t *testing.T) {
 	w := b.MustWorld(t, programInput("fixed", "10", "USD", 0, 30))
 	click := b.MustClick(t, w, w.partnerID)
 	const calls = 20
-	var wg sync.WaitGroup
-	results := make([]*ledger.SaleResult, calls)
-	errs := make([]error, calls)
-	start := make(chan struct{})
-	for i := 0; i < calls; i++ {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			<-start
-			results[i], errs[i] = b.sales.RecordSale(context.Background(),
-				sale{txn: fmt.Sprintf("first_%d", i), clickID: click, amount: 500}.request(w.program.ID))
-		}(i)
-	}
-	close(start)
-	wg.Wait()
+	results, errs := recordAtOnce(b, calls, func(i int) ledger.SaleRequest {
+		return sale{txn: fmt.Sprintf("first_%d", i), clickID: click, amount: 500}.request(w.program.ID)
+	})
 	paid := 0
 	for i := 0; i < calls; i++ {
 		if errs[i] != nil {
@@ -448,4 +424,24 @@ func TestConcurrentFirstSalesOfOneClick(t *testing.T) {
 			t.Fatalf("%s = %d, want %d", query, n, want)
 		}
 	}
+}
+
+// recordAtOnce records n sales, the request of each from req, all
+// released at the same instant, and returns each call's result and error.
+func recordAtOnce(b *ledgerBundle, n int, req func(i int) ledger.SaleRequest) ([]*ledger.SaleResult, []error) {
+	var wg sync.WaitGroup
+	results := make([]*ledger.SaleResult, n)
+	errs := make([]error, n)
+	start := make(chan struct{})
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			<-start
+			results[i], errs[i] = b.sales.RecordSale(context.Background(), req(i))
+		}(i)
+	}
+	close(start)
+	wg.Wait()
+	return results, errs
 }
