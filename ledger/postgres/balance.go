@@ -78,20 +78,25 @@ func fitOpenWithdrawals(ctx context.Context, tx *sqlx.Tx, partnerID int64, c led
 	if err != nil {
 		return err
 	}
-	var ids, amounts []int64
-	for rows.Next() {
-		var id, amount int64
-		if err := rows.Scan(&id, &amount); err != nil {
-			rows.Close()
-			return err
-		}
-		ids, amounts = append(ids, id), append(amounts, amount)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+	ids, amounts, err := scanWithdrawals(rows)
+	if err != nil {
 		return err
 	}
 	return lowerWithdrawals(ctx, tx, ids, amounts, bal, now)
+}
+
+// scanWithdrawals reads rows of (id, amount_minor, then more) and closes
+// them; more receives the last row's extra columns.
+func scanWithdrawals(rows *sql.Rows, more ...any) (ids, amounts []int64, err error) {
+	defer rows.Close()
+	for rows.Next() {
+		var id, amount int64
+		if err := rows.Scan(append([]any{&id, &amount}, more...)...); err != nil {
+			return nil, nil, err
+		}
+		ids, amounts = append(ids, id), append(amounts, amount)
+	}
+	return ids, amounts, rows.Err()
 }
 
 // lowerWithdrawals lowers the locked open withdrawals ids (amounts, newest

@@ -352,18 +352,9 @@ func fitOpenWithdrawalsLean(ctx context.Context, tx *sqlx.Tx, stmts *preparedSta
 	if err != nil {
 		return err
 	}
-	var ids, amounts []int64
 	var bal int64
-	for rows.Next() {
-		var id, amount int64
-		if err := rows.Scan(&id, &amount, &bal); err != nil {
-			rows.Close()
-			return err
-		}
-		ids, amounts = append(ids, id), append(amounts, amount)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+	ids, amounts, err := scanWithdrawals(rows, &bal)
+	if err != nil {
 		return err
 	}
 	return lowerWithdrawals(ctx, tx, ids, amounts, bal, now)
