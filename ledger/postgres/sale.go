@@ -141,7 +141,7 @@ func answered(result *ledger.SaleResult) (saleOutcome, error) {
 // recordSale writes a sale and what follows from it. An error rolls
 // everything back; an outcome's answer is given after commit.
 func (s *SaleService) recordSale(ctx context.Context, tx *sqlx.Tx, sale ledger.Sale, now time.Time, lean bool) (saleOutcome, error) {
-	sc, err := readSaleContext(ctx, tx, s.lean, sale.ProgramID, sale.TransactionID, sale.CustomerKey)
+	sc, err := readSaleContext(ctx, tx, s.lean, sale.ProgramID, sale.TransactionID, sale.CustomerKey, sale.ClickID)
 	prog := sc.program
 	if err != nil {
 		return saleOutcome{}, err
@@ -325,22 +325,21 @@ func duplicateOf(ctx context.Context, tx *sqlx.Tx, transactionID string) error {
 	return fmt.Errorf("sale %q conflicted but cannot be read", transactionID)
 }
 
-// attribute finds the customer of a sale in its program: by customer key
-// (a settled lead, byKey, read and locked with the program), else by
-// click id (also a click still in the queue), and locks it, so that the
-// sales of one customer are recorded one at a time.
-func (s *SaleService) attribute(ctx context.Context, tx *sqlx.Tx, prog *ledger.Program, sale *ledger.Sale, byKey *ledger.Customer, now time.Time) (*ledger.Customer, error) {
+// attribute finds the customer of a sale in its program: known, the
+// customer read and locked with the program (by customer key, else by
+// click id), else the one its click brings (also a click still in the
+// queue), created and locked, so that the sales of one customer are
+// recorded one at a time.
+func (s *SaleService) attribute(ctx context.Context, tx *sqlx.Tx, prog *ledger.Program, sale *ledger.Sale, known *ledger.Customer, now time.Time) (*ledger.Customer, error) {
 	if sale.CustomerKey == "" && sale.ClickID == "" {
 		return nil, ledger.NewError(ledger.EInvalid, ledger.MsgCustomerNotFound)
 	}
+	if known != nil {
+		return known, nil
+	}
 	notFound := ledger.NewError(ledger.ENoAttribution, ledger.MsgCustomerNotFound)
-	if sale.CustomerKey != "" {
-		if byKey != nil {
-			return byKey, nil
-		}
-		if sale.ClickID == "" {
-			return nil, notFound
-		}
+	if sale.ClickID == "" {
+		return nil, notFound
 	}
 	click, cust, err := clickCustomer(ctx, tx, s.lean, prog.ID, sale.ClickID, now)
 	switch {

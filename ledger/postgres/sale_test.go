@@ -81,6 +81,33 @@ func TestRecordSale(t *testing.T) {
 		b.MustSale(t, w, sale{txn: "txn_fallback", customerKey: "nobody", clickID: click, amount: 100})
 	})
 
+	t.Run("OKRepeatSaleByClickFindsItsCustomer", func(t *testing.T) {
+		click := b.MustClick(t, w, w.partnerID)
+		b.MustSale(t, w, sale{txn: "txn_click_first", clickID: click, amount: 100})
+		res, err := b.sales.RecordSale(ctx, sale{txn: "txn_click_again", clickID: click, amount: 100}.request(w.program.ID))
+		if err != nil || res.Message != ledger.MsgSaleNotFirst {
+			t.Fatalf("second sale of a click: %+v, %v (want %q: the customer's first sale paid)", res, err, ledger.MsgSaleNotFirst)
+		}
+		if n := b.count(t, `SELECT count(DISTINCT customer_id) FROM sales WHERE processor_event_id IN ('txn_click_first', 'txn_click_again')`); n != 1 {
+			t.Fatalf("two sales of one click went to %d customers", n)
+		}
+		if n := b.count(t, `SELECT count(*) FROM customers WHERE click_id = $1`, click); n != 1 {
+			t.Fatalf("%d customers for one click", n)
+		}
+	})
+
+	t.Run("OKKeyWinsOverClickCustomer", func(t *testing.T) {
+		keyed := b.MustCustomerKey(t, w, "cust_key_wins")
+		second := b.anotherPartner(t, w)
+		click := b.MustClick(t, second, second.partnerID)
+		b.MustSale(t, second, sale{txn: "txn_click_owner", clickID: click, amount: 100})
+		b.MustSale(t, w, sale{txn: "txn_key_wins", customerKey: "cust_key_wins", clickID: click, amount: 100})
+		if n := b.count(t, `SELECT count(*) FROM sales WHERE processor_event_id = 'txn_key_wins' AND customer_id = $1 AND partner_id = $2`,
+			keyed, w.partnerID); n != 1 {
+			t.Fatal("a sale naming a settled customer key went to its click's customer")
+		}
+	})
+
 	t.Run("ErrDuplicateAcrossPrograms", func(t *testing.T) {
 		other := b.MustWorld(t, programInput("fixed", "5", "USD", 0, 30))
 		first := b.MustSale(t, other, sale{txn: "txn_global", clickID: b.MustClick(t, other, other.partnerID), amount: 500})

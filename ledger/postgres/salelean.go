@@ -29,16 +29,19 @@ import (
 // The lean sale path's statements, prepared (leanSaleStatements).
 const (
 	qProgramForSale = `SELECT ` + programColumns + `,
-			(SELECT id FROM sales WHERE processor_event_id = $2) AS duplicate_of, cu.*
+			(SELECT id FROM sales WHERE processor_event_id = $2) AS duplicate_of,
+			` + saleCustomerColumns + `
 		FROM programs p LEFT JOIN program_keys k ON k.program_id = p.id AND k.mode = 'live'
 		LEFT JOIN LATERAL (
-			SELECT id AS customer_id, partner_id AS customer_partner_id, link_id AS customer_link_id,
-				COALESCE(click_id, '') AS customer_click_id, COALESCE(email, '') AS customer_email,
-				status AS customer_status, COALESCE(processor_customer_id, '') AS customer_processor_id,
-				first_paid_at AS customer_first_paid_at, is_test AS customer_is_test, created_at AS customer_created_at
-			FROM customers WHERE program_id = p.id AND customer_key = $3 AND $3 <> ''
+			SELECT ` + customerColumns + ` FROM customers
+			WHERE program_id = p.id AND customer_key = $3 AND $3 <> ''
 			FOR NO KEY UPDATE
-		) cu ON true
+		) ck (` + customerNames + `) ON true
+		LEFT JOIN LATERAL (
+			SELECT ` + customerColumns + ` FROM customers
+			WHERE program_id = p.id AND click_id = $4 AND $4 <> '' AND ck.id IS NULL
+			FOR NO KEY UPDATE
+		) cc (` + customerNames + `) ON true
 		WHERE p.id = $1`
 	qSaleFacts = `
 		SELECT
@@ -82,6 +85,26 @@ const (
 		FROM sale LEFT JOIN commission ON true`
 )
 
+// customerNames name the columns of customerColumns, for a subquery that
+// selects them.
+const customerNames = `id, program_id, partner_id, link_id, click_id, customer_key, email, status,
+	processor_customer_id, first_paid_at, is_test, created_at`
+
+// saleCustomerColumns are the sale's customer in qProgramForSale: the one
+// with its customer key, else the one its click brought (cc is read only
+// when ck found none, so each column comes whole from one of them).
+const saleCustomerColumns = `COALESCE(ck.id, cc.id) AS customer_id,
+			COALESCE(ck.partner_id, cc.partner_id) AS customer_partner_id,
+			COALESCE(ck.link_id, cc.link_id) AS customer_link_id,
+			COALESCE(ck.click_id, cc.click_id) AS customer_click_id,
+			COALESCE(ck.customer_key, cc.customer_key) AS customer_key,
+			COALESCE(ck.email, cc.email) AS customer_email,
+			COALESCE(ck.status, cc.status) AS customer_status,
+			COALESCE(ck.processor_customer_id, cc.processor_customer_id) AS customer_processor_id,
+			COALESCE(ck.first_paid_at, cc.first_paid_at) AS customer_first_paid_at,
+			COALESCE(ck.is_test, cc.is_test) AS customer_is_test,
+			COALESCE(ck.created_at, cc.created_at) AS customer_created_at`
+
 func leanSaleStatements(db *DB) *preparedStatements {
 	return newPreparedStatements(db, qProgramForSale, qClickByID, qClickCustomer, qSaleFacts, qWriteLeanSale)
 }
@@ -95,8 +118,10 @@ func (e *leanWriteError) Unwrap() error { return e.err }
 
 // saleContext is what a sale reads first, in one statement: its program,
 // the id of a sale already recorded with its transaction id (0 when
-// none) and, when it names a customer key, that settled customer, locked
-// for the rest of the transaction (nil when none).
+// none) and its customer when one exists already, locked for the rest of
+// the transaction (nil when none): the settled customer of its customer
+// key, else the customer its click brought to the program. A repeat sale
+// by click id so needs no read of the partitioned clicks table.
 type saleContext struct {
 	program     *ledger.Program
 	duplicateOf int64
@@ -110,6 +135,7 @@ type saleContextRow struct {
 	CustomerPartnerID   *int64         `db:"customer_partner_id"`
 	CustomerLinkID      *int64         `db:"customer_link_id"`
 	CustomerClickID     sql.NullString `db:"customer_click_id"`
+	CustomerKey         sql.NullString `db:"customer_key"`
 	CustomerEmail       sql.NullString `db:"customer_email"`
 	CustomerStatus      sql.NullString `db:"customer_status"`
 	CustomerProcessorID sql.NullString `db:"customer_processor_id"`
@@ -118,11 +144,11 @@ type saleContextRow struct {
 	CustomerCreatedAt   sql.NullTime   `db:"customer_created_at"`
 }
 
-// readSaleContext reads a sale's program, duplicate and customer by key.
-// Errors: ENotFound (the program).
-func readSaleContext(ctx context.Context, tx *sqlx.Tx, stmts *preparedStatements, programID int64, transactionID, customerKey string) (saleContext, error) {
+// readSaleContext reads a sale's program, duplicate and existing
+// customer. Errors: ENotFound (the program).
+func readSaleContext(ctx context.Context, tx *sqlx.Tx, stmts *preparedStatements, programID int64, transactionID, customerKey, clickID string) (saleContext, error) {
 	var row saleContextRow
-	err := stmts.in(ctx, tx, qProgramForSale).GetContext(ctx, &row, programID, transactionID, customerKey)
+	err := stmts.in(ctx, tx, qProgramForSale).GetContext(ctx, &row, programID, transactionID, customerKey, clickID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return saleContext{}, notFound("program")
 	} else if err != nil {
@@ -132,7 +158,7 @@ func readSaleContext(ctx context.Context, tx *sqlx.Tx, stmts *preparedStatements
 	if row.CustomerID.Valid {
 		sc.customer = &ledger.Customer{
 			ID: row.CustomerID.Int64, ProgramID: programID, PartnerID: row.CustomerPartnerID, LinkID: row.CustomerLinkID,
-			ClickID: row.CustomerClickID.String, CustomerKey: customerKey, Email: row.CustomerEmail.String,
+			ClickID: row.CustomerClickID.String, CustomerKey: row.CustomerKey.String, Email: row.CustomerEmail.String,
 			Status: row.CustomerStatus.String, ProcessorCustomerID: row.CustomerProcessorID.String,
 			FirstPaidAt: row.CustomerFirstPaidAt, IsTest: row.CustomerIsTest.Bool, CreatedAt: row.CustomerCreatedAt.Time.UTC(),
 		}
