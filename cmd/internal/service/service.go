@@ -366,6 +366,13 @@ type WorkerOptions struct {
 	DelayedTaskCheckInterval time.Duration
 }
 
+// trafficPoll is how often an idle traffic server looks for click and
+// visit tasks (asynq polls every second by default). A click that arrives
+// after a quiet spell then reaches Postgres within about 100 ms instead of
+// up to a second, so a sale soon after it finds it there rather than in
+// the edge's pending record; ten polls a second cost Redis next to nothing.
+const trafficPoll = 100 * time.Millisecond
+
 // Worker builds a worker over the backends.
 func (b *Backends) Worker(opts WorkerOptions) (*Worker, error) {
 	queues, err := b.Namespace.Queues(opts.Queues)
@@ -414,13 +421,15 @@ func (b *Backends) Worker(opts WorkerOptions) (*Worker, error) {
 	for _, s := range []struct {
 		queues      map[string]int
 		concurrency int
-	}{{traffic, opts.TrafficConcurrency}, {others, opts.Concurrency}} {
+		poll        time.Duration
+	}{{traffic, opts.TrafficConcurrency, trafficPoll}, {others, opts.Concurrency, 0}} {
 		if len(s.queues) == 0 {
 			continue
 		}
 		w.servers = append(w.servers, workers.NewServer(b.Redis, workers.ServerConfig{
 			Queues: s.queues, Concurrency: s.concurrency, Logger: b.Logger,
 			Retry: opts.Retry, DelayedTaskCheckInterval: opts.DelayedTaskCheckInterval,
+			TaskCheckInterval: s.poll,
 		}))
 	}
 	if opts.MetricsAddr != "" {
