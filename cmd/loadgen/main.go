@@ -64,6 +64,8 @@ func runCmd() *cobra.Command {
 	f.IntVar(&o.Conns, "conns", 0, "connections (default 64 at max, sized for the rate otherwise)")
 	f.DurationVar(&o.Duration, "duration", 10*time.Second, "how long to send")
 	f.StringVar(&o.DatabaseURL, "database-url", "", "clicks: the edge's DATABASE_URL, to time until every accepted click is in Postgres")
+	f.DurationVar(&o.Settle, "settle", 2*time.Second, "pause after provisioning, so that the worker has written the seed clicks (make bench waits until the worker is idle)")
+	f.DurationVar(&o.Slow, "slow", 0, "count the answers slower than this by second of the run, to see where a tail comes from")
 	f.StringVar(&o.StripeSecret, "stripe-secret", os.Getenv("STRIPE_WEBHOOK_SECRET"), "stripe: the edge's STRIPE_WEBHOOK_SECRET")
 	return cmd
 }

@@ -47,6 +47,9 @@ type Options struct {
 	// Accepted, when set, counts 2xx answers as they arrive (the bench
 	// samples it while the run goes on).
 	Accepted *atomic.Int64
+	// Slow, when set, counts the answers that took longer, by the second
+	// of the run they were due in (where a tail comes from).
+	Slow time.Duration
 }
 
 // Result is what a run measured.
@@ -60,6 +63,9 @@ type Result struct {
 	Late     int64 // rate mode: started more than LateAfter after due
 	Unsent   int64 // rate mode: still unsent when the drain period ended
 	FirstErr string
+	// SlowBySecond counts answers slower than Options.Slow by the second
+	// of the run they were due in.
+	SlowBySecond map[int64]int64
 }
 
 // Throughput is answers per second over the run.
@@ -129,6 +135,8 @@ func PoolSize(rate float64) int {
 
 // workerState is one worker's tally, merged at the end.
 type workerState struct {
+	start  time.Time
+	slow   map[int64]int64
 	lat    *hist.Histogram
 	status map[int]int64
 	sent   int64
@@ -167,7 +175,7 @@ func Run(ctx context.Context, opts Options, do Do) *Result {
 	hardEnd := end.Add(opts.Drain)
 	var wg sync.WaitGroup
 	for w := range states {
-		st := &workerState{lat: hist.New(), status: make(map[int]int64)}
+		st := &workerState{start: start, slow: make(map[int64]int64), lat: hist.New(), status: make(map[int]int64)}
 		states[w] = st
 		wg.Add(1)
 		go func() {
@@ -180,7 +188,8 @@ func Run(ctx context.Context, opts Options, do Do) *Result {
 		}()
 	}
 	wg.Wait()
-	res := &Result{Rate: opts.Rate, Workers: opts.Workers, Latency: hist.New(), Status: make(map[int]int64)}
+	res := &Result{Rate: opts.Rate, Workers: opts.Workers, Latency: hist.New(), Status: make(map[int]int64),
+		SlowBySecond: make(map[int64]int64)}
 	last := start
 	for _, st := range states {
 		res.Latency.Merge(st.lat)
@@ -190,6 +199,9 @@ func Run(ctx context.Context, opts Options, do Do) *Result {
 		res.Sent += st.sent
 		res.Late += st.late
 		res.Unsent += st.unsent
+		for sec, n := range st.slow {
+			res.SlowBySecond[sec] += n
+		}
 		if st.err != nil && res.FirstErr == "" {
 			res.FirstErr = st.err.Error()
 		}
@@ -252,7 +264,11 @@ func (st *workerState) send(ctx context.Context, w int, i int64, from time.Time,
 	}
 	now := time.Now()
 	st.last = now
-	st.lat.Record(now.Sub(from))
+	took := now.Sub(from)
+	st.lat.Record(took)
+	if opts.Slow > 0 && took > opts.Slow {
+		st.slow[int64(from.Sub(st.start)/time.Second)]++
+	}
 	st.sent++
 	st.status[status]++
 	if err != nil && st.err == nil {

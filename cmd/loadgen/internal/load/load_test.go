@@ -85,6 +85,24 @@ func TestRateRunChargesAStallToEveryRequestBehindIt(t *testing.T) {
 	}
 }
 
+// A stall in the second second of a run shows there, and only there, in
+// the slow answers by second.
+func TestSlowAnswersCountedBySecondDue(t *testing.T) {
+	res := Run(context.Background(), Options{Rate: 100, Workers: 1, Duration: 1500 * time.Millisecond, Slow: 50 * time.Millisecond},
+		func(ctx context.Context, w int, i int64) (int, error) {
+			if i == 110 {
+				time.Sleep(150 * time.Millisecond)
+			}
+			return 200, nil
+		})
+	if res.SlowBySecond[0] != 0 {
+		t.Fatalf("%d slow answers in second 0, before the stall", res.SlowBySecond[0])
+	}
+	if n := res.SlowBySecond[1]; n < 5 || n > 15 {
+		t.Fatalf("%d slow answers in second 1, want the ~10 due during the stall (%v)", n, res.SlowBySecond)
+	}
+}
+
 func TestRateRunCountsUnsentAfterDrain(t *testing.T) {
 	res := Run(context.Background(), Options{Rate: 100, Workers: 1, Duration: 200 * time.Millisecond, Drain: 50 * time.Millisecond},
 		func(ctx context.Context, w int, i int64) (int, error) {

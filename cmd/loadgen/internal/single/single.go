@@ -9,7 +9,10 @@ import (
 	"database/sql"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	_ "github.com/lib/pq" // the Postgres driver
@@ -32,8 +35,10 @@ type Options struct {
 	Rate          float64 // 0: as fast as Conns go
 	Conns         int
 	Duration      time.Duration
-	DatabaseURL   string // clicks: count them in Postgres until all are there
-	StripeSecret  string // stripe: the edge's STRIPE_WEBHOOK_SECRET
+	DatabaseURL   string        // clicks: count them in Postgres until all are there
+	StripeSecret  string        // stripe: the edge's STRIPE_WEBHOOK_SECRET
+	Slow          time.Duration // count answers slower than this by second of the run (0: not)
+	Settle        time.Duration // pause between provisioning and the load
 	Out           io.Writer
 }
 
@@ -79,8 +84,15 @@ func Run(ctx context.Context, o Options) error {
 		return fmt.Errorf("provision: %w", err)
 	}
 	fmt.Fprintf(o.Out, "provisioned %d programs in %s\n", programs, time.Since(start).Round(time.Millisecond))
+	// The seed clicks go through the queue; without a pause the first
+	// sales find them in the edge's pending record rather than Postgres.
+	select {
+	case <-time.After(o.Settle):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 	c := httpc.New(o.Addr, o.Conns)
-	opts := load.Options{Rate: o.Rate, Workers: o.Conns, Duration: o.Duration}
+	opts := load.Options{Rate: o.Rate, Workers: o.Conns, Duration: o.Duration, Slow: o.Slow}
 	var do load.Do
 	switch o.Kind {
 	case "click":
@@ -102,6 +114,9 @@ func Run(ctx context.Context, o Options) error {
 	}
 	res := load.Run(ctx, opts, do)
 	fmt.Fprintln(o.Out, report.Row{Name: o.Kind + "s", Result: res}.Line())
+	if o.Slow > 0 {
+		fmt.Fprintf(o.Out, "answers slower than %s by second of the run: %s\n", o.Slow, slowSeconds(res.SlowBySecond))
+	}
 	if o.Kind == "click" && o.DatabaseURL != "" {
 		took, err := waitStored(ctx, o.DatabaseURL, w.Programs[0].ID, res.Success(), 5*time.Minute)
 		if err != nil {
@@ -110,6 +125,19 @@ func Run(ctx context.Context, o Options) error {
 		fmt.Fprintf(o.Out, "all %d accepted clicks in Postgres %s after the load stopped\n", res.Success(), took.Round(time.Millisecond))
 	}
 	return nil
+}
+
+// slowSeconds lists counts by second, in order, as "second:count".
+func slowSeconds(bySecond map[int64]int64) string {
+	if len(bySecond) == 0 {
+		return "none"
+	}
+	seconds := slices.Sorted(maps.Keys(bySecond))
+	parts := make([]string, len(seconds))
+	for i, sec := range seconds {
+		parts[i] = fmt.Sprintf("%d:%d", sec, bySecond[sec])
+	}
+	return strings.Join(parts, " ")
 }
 
 // waitStored polls Postgres until the program has want clicks.
