@@ -164,7 +164,12 @@ func (s *SaleService) recordSale(ctx context.Context, tx *sqlx.Tx, sale ledger.S
 		return saleOutcome{}, err
 	}
 	if lean {
-		return s.recordAttributedLean(ctx, tx, prog, sale, cust, now)
+		var known *saleFacts
+		if sc.customer != nil {
+			// attribute answered the customer read with the program.
+			known = &sc.facts
+		}
+		return s.recordAttributedLean(ctx, tx, prog, sale, cust, known, now)
 	}
 	return s.recordAttributed(ctx, tx, prog, sale, cust, now)
 }

@@ -453,6 +453,42 @@ func TestConcurrentFirstSalesOfOneClick(t *testing.T) {
 	}
 }
 
+// TestConcurrentSalesOfOneKnownCustomer sends 20 sales of one settled
+// customer at once on a program that pays the first sale only. Each reads
+// its customer locked with the program, so all but one wait for the lock
+// in a statement whose snapshot predates the commission of the sale that
+// held it: exactly one sale earns the commission, because the write
+// itself looks for an earlier one.
+func TestConcurrentSalesOfOneKnownCustomer(t *testing.T) {
+	b := setupLedger(t, "0")
+	w := b.MustWorld(t, programInput("fixed", "10", "USD", 0, 30))
+	customer := b.MustCustomerKey(t, w, "cust_at_once")
+	const calls = 20
+	results, errs := recordAtOnce(b, calls, func(i int) ledger.SaleRequest {
+		return sale{txn: fmt.Sprintf("known_%d", i), customerKey: "cust_at_once", amount: 500}.request(w.program.ID)
+	})
+	paid := 0
+	for i := 0; i < calls; i++ {
+		if errs[i] != nil {
+			t.Fatalf("sale %d: %v", i, errs[i])
+		}
+		if results[i].CommissionID != nil {
+			paid++
+		} else if results[i].Message != ledger.MsgSaleNotFirst {
+			t.Fatalf("sale %d without commission: %q", i, results[i].Message)
+		}
+	}
+	if paid != 1 {
+		t.Fatalf("%d sales earned the commission, want 1", paid)
+	}
+	if n := b.count(t, `SELECT count(*) FROM commissions WHERE customer_id = $1`, customer); n != 1 {
+		t.Fatalf("%d commissions for one customer, want 1", n)
+	}
+	if n := b.count(t, `SELECT count(*) FROM sales WHERE customer_id = $1`, customer); n != calls {
+		t.Fatalf("%d sales stored, want %d", n, calls)
+	}
+}
+
 // recordAtOnce records n sales, the request of each from req, all
 // released at the same instant, and returns each call's result and error.
 func recordAtOnce(b *ledgerBundle, n int, req func(i int) ledger.SaleRequest) ([]*ledger.SaleResult, []error) {

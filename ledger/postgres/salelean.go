@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -27,10 +28,19 @@ import (
 // careful path alone would.
 
 // The lean sale path's statements, prepared (leanSaleStatements).
-const (
+var (
+	// qProgramForSale reads the program ($1), the sale already recorded
+	// with the transaction id ($2), the customer (by key $3, else by click
+	// id $4) locked, and, when there is a customer, the facts the sale
+	// needs about it (saleFacts; $5 and $6 name the events whose webhook
+	// endpoints it lists).
 	qProgramForSale = `SELECT ` + programColumns + `,
 			(SELECT id FROM sales WHERE processor_event_id = $2) AS duplicate_of,
-			` + saleCustomerColumns + `
+			` + saleCustomerColumns + `,
+			EXISTS (SELECT 1 FROM enrollments WHERE program_id = p.id AND status = 'active'
+				AND partner_id = COALESCE(ck.partner_id, cc.partner_id)) AS enrolled,
+			` + endpointsFor("p.id", "$5") + ` AS sale_endpoints,
+			` + endpointsFor("p.id", "$6") + ` AS commission_endpoints
 		FROM programs p LEFT JOIN program_keys k ON k.program_id = p.id AND k.mode = 'live'
 		LEFT JOIN LATERAL (
 			SELECT ` + customerColumns + ` FROM customers
@@ -43,14 +53,14 @@ const (
 			FOR NO KEY UPDATE
 		) cc (` + customerNames + `) ON true
 		WHERE p.id = $1`
+	// qSaleFacts reads saleFacts of a customer found after
+	// qProgramForSale: the program ($1), the customer's partner ($2), the
+	// events ($3, $4).
 	qSaleFacts = `
 		SELECT
 			EXISTS (SELECT 1 FROM enrollments WHERE program_id = $1 AND partner_id = $2 AND status = 'active'),
-			EXISTS (SELECT 1 FROM commissions WHERE customer_id = $3),
-			ARRAY(SELECT id FROM webhook_endpoints
-				WHERE program_id = $1 AND deleted_at IS NULL AND $4 = ANY (events) ORDER BY id),
-			ARRAY(SELECT id FROM webhook_endpoints
-				WHERE program_id = $1 AND deleted_at IS NULL AND $5 = ANY (events) ORDER BY id)`
+			` + endpointsFor("$1", "$3") + `,
+			` + endpointsFor("$1", "$4")
 	qWriteLeanSale = `
 		WITH sale AS (
 			INSERT INTO sales (program_id, customer_id, partner_id, processor_event_id, amount_cents, currency,
@@ -78,12 +88,20 @@ const (
 		), commission AS (
 			INSERT INTO commissions (program_id, partner_id, sale_id, customer_id, currency, original_minor,
 				amount_minor, status, approve_after, created_at, updated_at)
-			SELECT $1, $3, id, $2, $25, $26, $26, 'pending', $27, $18, $18 FROM sale WHERE $26::bigint IS NOT NULL
+			SELECT $1, $3, id, $2, $25, $26, $26, 'pending', $27, $18, $18 FROM sale
+			WHERE $26::bigint IS NOT NULL AND NOT ($28 AND EXISTS (SELECT 1 FROM commissions WHERE customer_id = $2))
 			RETURNING id, approve_after
 		)
 		SELECT sale.id, sale.occurred_at, sale.click_id, commission.id, commission.approve_after
 		FROM sale LEFT JOIN commission ON true`
 )
+
+// endpointsFor lists the ids of a program's live webhook endpoints that
+// want an event (SQL expressions of both).
+func endpointsFor(program, event string) string {
+	return `ARRAY(SELECT id FROM webhook_endpoints
+				WHERE program_id = ` + program + ` AND deleted_at IS NULL AND ` + event + ` = ANY (events) ORDER BY id)`
+}
 
 // customerNames name the columns of customerColumns, for a subquery that
 // selects them.
@@ -126,6 +144,7 @@ type saleContext struct {
 	program     *ledger.Program
 	duplicateOf int64
 	customer    *ledger.Customer
+	facts       saleFacts // of customer, when there is one
 }
 
 type saleContextRow struct {
@@ -142,13 +161,17 @@ type saleContextRow struct {
 	CustomerFirstPaidAt *time.Time     `db:"customer_first_paid_at"`
 	CustomerIsTest      sql.NullBool   `db:"customer_is_test"`
 	CustomerCreatedAt   sql.NullTime   `db:"customer_created_at"`
+	Enrolled            bool           `db:"enrolled"`
+	SaleEndpoints       pq.Int64Array  `db:"sale_endpoints"`
+	CommissionEndpoints pq.Int64Array  `db:"commission_endpoints"`
 }
 
 // readSaleContext reads a sale's program, duplicate and existing
 // customer. Errors: ENotFound (the program).
 func readSaleContext(ctx context.Context, tx *sqlx.Tx, stmts *preparedStatements, programID int64, transactionID, customerKey, clickID string) (saleContext, error) {
 	var row saleContextRow
-	err := stmts.in(ctx, tx, qProgramForSale).GetContext(ctx, &row, programID, transactionID, customerKey, clickID)
+	err := stmts.in(ctx, tx, qProgramForSale).GetContext(ctx, &row, programID, transactionID, customerKey, clickID,
+		ledger.EventSaleCreated, ledger.EventCommissionCreated)
 	if errors.Is(err, sql.ErrNoRows) {
 		return saleContext{}, notFound("program")
 	} else if err != nil {
@@ -162,6 +185,7 @@ func readSaleContext(ctx context.Context, tx *sqlx.Tx, stmts *preparedStatements
 			Status: row.CustomerStatus.String, ProcessorCustomerID: row.CustomerProcessorID.String,
 			FirstPaidAt: row.CustomerFirstPaidAt, IsTest: row.CustomerIsTest.Bool, CreatedAt: row.CustomerCreatedAt.Time.UTC(),
 		}
+		sc.facts = saleFacts{enrolled: row.Enrolled, saleEndpoints: row.SaleEndpoints, commissionEndpoints: row.CommissionEndpoints}
 	}
 	return sc, nil
 }
@@ -173,11 +197,14 @@ func duplicateSale(id int64) error {
 }
 
 // saleFacts is what the lean path reads about an attributed customer
-// before writing: whether its partner is enrolled, whether it earned a
-// commission before, and the webhook endpoints of the sale's events.
+// before writing: whether its partner is enrolled, and the webhook
+// endpoints of the sale's events. Whether the customer earned a commission
+// before is decided by the write itself (leanCommission.firstOnly): its
+// snapshot is taken after the customer's lock was granted, so it sees the
+// commission of a concurrent sale of the customer that held the lock,
+// which the statement that waited for the lock would not.
 type saleFacts struct {
 	enrolled            bool
-	hadCommission       bool
 	saleEndpoints       []int64
 	commissionEndpoints []int64
 }
@@ -186,8 +213,8 @@ func readSaleFacts(ctx context.Context, tx *sqlx.Tx, stmts *preparedStatements, 
 	var f saleFacts
 	var sales, commissions pq.Int64Array
 	err := stmts.in(ctx, tx, qSaleFacts).QueryRowContext(ctx,
-		programID, cust.PartnerID, cust.ID, ledger.EventSaleCreated, ledger.EventCommissionCreated).
-		Scan(&f.enrolled, &f.hadCommission, &sales, &commissions)
+		programID, cust.PartnerID, ledger.EventSaleCreated, ledger.EventCommissionCreated).
+		Scan(&f.enrolled, &sales, &commissions)
 	f.saleEndpoints, f.commissionEndpoints = sales, commissions
 	return f, err
 }
@@ -213,6 +240,9 @@ type leanCommission struct {
 	amountMinor  int64
 	currency     ledger.Currency
 	approveAfter time.Time
+	// firstOnly: written only when the customer earned no commission
+	// before (a non-recurring program).
+	firstOnly bool
 }
 
 // leanWritten is what the write statement reports: nothing inserted
@@ -247,9 +277,11 @@ func writeLeanSale(ctx context.Context, tx *sqlx.Tx, stmts *preparedStatements, 
 	var commissionAmount *int64
 	var commissionCurrency *string
 	var approveAfter *time.Time
+	var firstOnly bool
 	if l.commission != nil {
 		cur := string(l.commission.currency)
 		commissionAmount, commissionCurrency, approveAfter = &l.commission.amountMinor, &cur, &l.commission.approveAfter
+		firstOnly = l.commission.firstOnly
 	}
 	var w leanWritten
 	err := stmts.in(ctx, tx, qWriteLeanSale).QueryRowContext(ctx,
@@ -257,7 +289,7 @@ func writeLeanSale(ctx context.Context, tx *sqlx.Tx, stmts *preparedStatements, 
 		s.SaleType, s.IsRecurring, s.Source, s.ClickID, s.Provider, s.ProviderPaymentID, s.Livemode,
 		s.SubscriptionID, s.ProductID, metadata, s.OccurredAt, now,
 		l.converts, l.firstPaid, clickID, clickAt, l.fee.ratePercent, l.fee.amountMinor,
-		commissionCurrency, commissionAmount, approveAfter).
+		commissionCurrency, commissionAmount, approveAfter, firstOnly).
 		Scan(&w.saleID, &w.occurredAt, &w.clickID, &w.commissionID, &w.approveAfter)
 	if errors.Is(err, sql.ErrNoRows) {
 		return leanWritten{}, nil
@@ -269,11 +301,11 @@ func writeLeanSale(ctx context.Context, tx *sqlx.Tx, stmts *preparedStatements, 
 // recordAttributedLean is recordAttributed without savepoints, for the
 // sale endpoint. A write that fails returns a *leanWriteError: the caller
 // records the sale again on the careful path.
-func (s *SaleService) recordAttributedLean(ctx context.Context, tx *sqlx.Tx, prog *ledger.Program, sale ledger.Sale, cust *ledger.Customer, now time.Time) (saleOutcome, error) {
+func (s *SaleService) recordAttributedLean(ctx context.Context, tx *sqlx.Tx, prog *ledger.Program, sale ledger.Sale, cust *ledger.Customer, known *saleFacts, now time.Time) (saleOutcome, error) {
 	if cust.IsTest {
 		return s.recordTestCustomerSale(ctx, tx, sale, cust, now)
 	}
-	facts, err := readSaleFacts(ctx, tx, s.lean, prog.ID, cust)
+	facts, err := s.factsOf(ctx, tx, prog, cust, known)
 	if err != nil {
 		return saleOutcome{}, err
 	}
@@ -292,9 +324,12 @@ func (s *SaleService) recordAttributedLean(ctx context.Context, tx *sqlx.Tx, pro
 		}
 		plan.fee = platformFee{ratePercent: s.feePercent, amountMinor: ledger.PercentOf(sale.AmountCents, s.feePercent)}
 		var due bool
-		if due, why = ledger.CommissionDue(prog, plan.firstPaid, sale.OccurredAt, facts.hadCommission); due {
+		if due, why = ledger.CommissionDue(prog, plan.firstPaid, sale.OccurredAt, false); due {
+			// Due unless the customer earned one before: the write decides.
+			again, _ := ledger.CommissionDue(prog, plan.firstPaid, sale.OccurredAt, true)
 			amount, cur := ledger.CommissionAmount(prog, sale.AmountCents, sale.Currency)
-			plan.commission = &leanCommission{amountMinor: amount, currency: cur, approveAfter: ledger.ApproveAfter(prog, now)}
+			plan.commission = &leanCommission{amountMinor: amount, currency: cur, approveAfter: ledger.ApproveAfter(prog, now),
+				firstOnly: !again}
 		}
 	}
 	written, err := writeLeanSale(ctx, tx, s.lean, plan, now)
@@ -311,16 +346,29 @@ func (s *SaleService) recordAttributedLean(ctx context.Context, tx *sqlx.Tx, pro
 	switch {
 	case !plan.converts:
 		return saleOutcome{result: res, answer: ledger.NewError(ledger.ENoAttribution, ledger.MsgPartnerRequired)}, nil
-	case why == ledger.NotDueNotFirst:
-		res.Message = ledger.MsgSaleNotFirst
-	case plan.commission == nil:
-		res.Message = ledger.MsgSaleDurationOver
-	default:
+	case written.commissionID.Valid:
 		res.CommissionID = &written.commissionID.Int64
 		res.Message = ledger.MsgSaleRecorded
+	case plan.commission != nil && plan.commission.firstOnly:
+		// The write found a commission the customer earned before.
+		res.Message = ledger.MsgSaleNotFirst
+	case plan.commission == nil && why == ledger.NotDueDurationOver:
+		res.Message = ledger.MsgSaleDurationOver
+	default:
+		return saleOutcome{}, fmt.Errorf("sale %q: commission planned %v, written %v, not due because %q",
+			sale.TransactionID, plan.commission != nil, written.commissionID.Valid, why)
 	}
 	msgs, err := leanSaleEvents(ctx, tx, plan, written, facts, now)
 	return saleOutcome{result: res, msgs: msgs, eventsWritten: true}, err
+}
+
+// factsOf returns the facts of the sale's customer: known, read with the
+// program, else read now (a customer the sale's click just brought).
+func (s *SaleService) factsOf(ctx context.Context, tx *sqlx.Tx, prog *ledger.Program, cust *ledger.Customer, known *saleFacts) (saleFacts, error) {
+	if known != nil {
+		return *known, nil
+	}
+	return readSaleFacts(ctx, tx, s.lean, prog.ID, cust)
 }
 
 // leanSaleEvents writes sale.created, and commission.created when the
