@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"slices"
 
 	"github.com/jmoiron/sqlx"
 
@@ -26,4 +27,37 @@ func CustomerByKey(ctx context.Context, tx *sqlx.Tx, programID int64, key string
 // with the lean path RecordSale takes first.
 func (s *SaleService) RecordSaleCareful(ctx context.Context, req ledger.SaleRequest) (*ledger.SaleResult, error) {
 	return s.record(ctx, req, false)
+}
+
+// RecordTogether records the requests as one batch of concurrent sales
+// would be (flushSales), then each sale the batch left out on its own, as
+// RecordSale does; it also returns how many the batch recorded.
+func (s *SaleService) RecordTogether(ctx context.Context, reqs []ledger.SaleRequest) ([]*ledger.SaleResult, []error, int) {
+	if err := s.lean.prepare(ctx); err != nil {
+		panic(err)
+	}
+	items := make([]*batchedSale, len(reqs))
+	for i, r := range reqs {
+		now := s.db.now()
+		sale, err := r.Validate(now)
+		if err != nil {
+			panic(err)
+		}
+		items[i] = &batchedSale{sale: *sale, now: now}
+	}
+	if err := s.flushSales(slices.Clone(items)); err != nil {
+		panic(err)
+	}
+	results := make([]*ledger.SaleResult, len(items))
+	errs := make([]error, len(items))
+	batched := 0
+	for i, it := range items {
+		if it.done {
+			batched++
+			results[i], errs[i] = s.answer(it.out, it.msgs, it.answer)
+			continue
+		}
+		results[i], errs[i] = s.recordAlone(ctx, it.sale, it.now, true)
+	}
+	return results, errs, batched
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/partnertrack/partnertrack/ledger"
+	"github.com/partnertrack/partnertrack/ledger/groupcommit"
 )
 
 // SaleService implements ledger.SaleService.
@@ -23,6 +24,7 @@ type SaleService struct {
 	logger     *slog.Logger
 	after      *afterCommit
 	lean       *preparedStatements
+	batches    *groupcommit.Committer[*batchedSale]
 }
 
 // SaleOptions configure the sale service.
@@ -43,8 +45,10 @@ func NewSaleService(db *DB, opts SaleOptions) *SaleService {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &SaleService{db: db, pending: opts.Pending, feePercent: opts.PlatformFeePercent, logger: opts.Logger,
+	s := &SaleService{db: db, pending: opts.Pending, feePercent: opts.PlatformFeePercent, logger: opts.Logger,
 		after: &afterCommit{relay: opts.Relay, logger: opts.Logger}, lean: leanSaleStatements(db)}
+	s.batches = newSaleBatches(s)
+	return s
 }
 
 var _ ledger.SaleService = (*SaleService)(nil)
@@ -70,13 +74,32 @@ func (s *SaleService) record(ctx context.Context, req ledger.SaleRequest, leanFi
 	if err := s.lean.prepare(ctx); err != nil {
 		return nil, err
 	}
-	out, msgs, err := s.recordInTransaction(ctx, *sale, now, leanFirst)
+	if leanFirst {
+		item, done, err := s.recordBatched(ctx, *sale, now)
+		if err != nil {
+			return nil, err
+		}
+		if done {
+			return s.answer(item.out, item.msgs, item.answer)
+		}
+	}
+	return s.recordAlone(ctx, *sale, now, leanFirst)
+}
+
+// recordAlone records a validated sale in a transaction of its own.
+func (s *SaleService) recordAlone(ctx context.Context, sale ledger.Sale, now time.Time, leanFirst bool) (*ledger.SaleResult, error) {
+	out, msgs, err := s.recordInTransaction(ctx, sale, now, leanFirst)
 	var lean *leanWriteError
 	if errors.As(err, &lean) {
 		s.logger.Warn("lean sale write failed; recording the sale on the careful path",
 			"transaction_id", sale.TransactionID, "err", lean.err)
-		out, msgs, err = s.recordInTransaction(ctx, *sale, now, false)
+		out, msgs, err = s.recordInTransaction(ctx, sale, now, false)
 	}
+	return s.answer(out, msgs, err)
+}
+
+// answer relays a committed sale's outbox messages and answers its call.
+func (s *SaleService) answer(out saleOutcome, msgs []ledger.OutboxMessage, err error) (*ledger.SaleResult, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -142,10 +165,15 @@ func answered(result *ledger.SaleResult) (saleOutcome, error) {
 // everything back; an outcome's answer is given after commit.
 func (s *SaleService) recordSale(ctx context.Context, tx *sqlx.Tx, sale ledger.Sale, now time.Time, lean bool) (saleOutcome, error) {
 	sc, err := readSaleContext(ctx, tx, s.lean, sale.ProgramID, sale.TransactionID, sale.CustomerKey, sale.ClickID)
-	prog := sc.program
 	if err != nil {
 		return saleOutcome{}, err
 	}
+	return s.recordWithContext(ctx, tx, sale, sc, now, lean)
+}
+
+// recordWithContext is recordSale once the sale's context is read.
+func (s *SaleService) recordWithContext(ctx context.Context, tx *sqlx.Tx, sale ledger.Sale, sc saleContext, now time.Time, lean bool) (saleOutcome, error) {
+	prog := sc.program
 	if sale.Currency == "" {
 		sale.Currency = prog.Currency
 	}

@@ -1,0 +1,146 @@
+package postgres
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/partnertrack/partnertrack/ledger"
+	"github.com/partnertrack/partnertrack/ledger/groupcommit"
+)
+
+// Sales that arrive while others are being written share a transaction:
+// one BEGIN and one COMMIT (one WAL flush) for the batch instead of one of
+// each per sale, so a sale of a known customer costs two statements of
+// its own (the read and the write). A sale alone on a quiet system is
+// written in its own transaction at once, as before.
+//
+// Only the lean path of a customer that already exists is batched: it
+// writes nothing before it knows its answer, so a sale refused with a
+// 4xx (no relationship, duplicate transaction id) leaves nothing behind
+// in the shared transaction. A sale whose customer its click must first
+// bring, and a test sale, are left out of the batch untouched and then
+// recorded on their own. When anything fails in the batch (a lean write
+// Postgres refuses, a lost connection, a commit that fails), the whole
+// batch is rolled back and every sale of it is recorded on its own, so a
+// failure answers exactly as it would have alone. A sale is answered only
+// after the transaction that wrote it committed.
+
+const (
+	// saleBatchMax bounds the sales of one transaction: more would hold the
+	// customers' locks of the first ones while the last are written.
+	saleBatchMax = 16
+	// saleBatchesInFlight is how many batch transactions run at once, of
+	// the pool's connections (DefaultPool: 8), leaving room for key
+	// lookups, refunds, leads and the sales recorded on their own.
+	saleBatchesInFlight = 4
+	// saleBatchTimeout bounds one batch's transaction: the callers that
+	// gave up wait no longer, and the batch owns its deadline.
+	saleBatchTimeout = 30 * time.Second
+)
+
+// batchedSale is one sale handed to a batch, and what became of it.
+type batchedSale struct {
+	sale ledger.Sale
+	now  time.Time
+
+	// done tells that the batch recorded the sale and committed: out and
+	// msgs hold its outcome, or answer the 4xx it was refused with.
+	// Otherwise the caller records the sale on its own.
+	done   bool
+	out    saleOutcome
+	msgs   []ledger.OutboxMessage
+	answer error
+}
+
+func newSaleBatches(s *SaleService) *groupcommit.Committer[*batchedSale] {
+	return groupcommit.New(saleBatchMax, saleBatchesInFlight, s.flushSales)
+}
+
+// recordBatched hands a validated sale to the open batch and reports
+// whether the batch recorded it (false: the caller records it alone).
+func (s *SaleService) recordBatched(ctx context.Context, sale ledger.Sale, now time.Time) (*batchedSale, bool, error) {
+	item := &batchedSale{sale: sale, now: now}
+	if err := s.batches.Add(ctx, item); err != nil {
+		return nil, false, err
+	}
+	return item, item.done, nil
+}
+
+// flushSales records a batch of sales in one transaction. A batch of one
+// is left to its caller's own transaction: nothing is gained by it. The
+// sales are written in the order of their customers (program, customer
+// key, click id), so that two batches lock the customers they share in
+// the same order.
+func (s *SaleService) flushSales(items []*batchedSale) error {
+	if len(items) < 2 {
+		return nil
+	}
+	slices.SortFunc(items, func(a, b *batchedSale) int {
+		return cmp.Or(cmp.Compare(a.sale.ProgramID, b.sale.ProgramID),
+			strings.Compare(a.sale.CustomerKey, b.sale.CustomerKey),
+			strings.Compare(a.sale.ClickID, b.sale.ClickID),
+			strings.Compare(a.sale.TransactionID, b.sale.TransactionID))
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), saleBatchTimeout)
+	defer cancel()
+	err := s.db.Transact(ctx, func(tx *sqlx.Tx) error {
+		for _, it := range items {
+			if err := s.recordInBatch(ctx, tx, it); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		s.logger.Debug("sale batch rolled back; its sales are recorded one by one", "sales", len(items), "err", err)
+		for _, it := range items {
+			*it = batchedSale{sale: it.sale, now: it.now}
+		}
+	}
+	return nil
+}
+
+// recordInBatch records one sale in the batch's transaction, or leaves it
+// out (not done) when it is not a lean sale of a known customer. An error
+// rolls the whole batch back.
+func (s *SaleService) recordInBatch(ctx context.Context, tx *sqlx.Tx, it *batchedSale) error {
+	*it = batchedSale{sale: it.sale, now: it.now} // a retried batch starts afresh
+	if it.sale.IsTest {
+		return nil
+	}
+	sc, err := readSaleContext(ctx, tx, s.lean, it.sale.ProgramID, it.sale.TransactionID, it.sale.CustomerKey, it.sale.ClickID)
+	var answer *ledger.Error
+	switch {
+	case errors.As(err, &answer):
+		it.done, it.answer = true, err
+		return nil
+	case err != nil:
+		return err
+	case sc.customer == nil:
+		return nil
+	}
+	out, err := s.recordWithContext(ctx, tx, it.sale, sc, it.now, true)
+	switch {
+	case errors.As(err, &answer):
+		// Refused before anything was written (the lean path of a known
+		// customer writes in one statement, after every check).
+		it.done, it.answer = true, err
+		return nil
+	case err != nil:
+		return err
+	}
+	msgs := out.msgs
+	if !out.eventsWritten {
+		if msgs, err = out.brandEvents(ctx, tx, it.now); err != nil {
+			return err
+		}
+	}
+	it.done, it.out, it.msgs = true, out, msgs
+	return nil
+}

@@ -1,0 +1,102 @@
+package postgres_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/partnertrack/partnertrack/ledger"
+)
+
+// TestSalesRecordedTogether records six sales as one batch of concurrent
+// sales: the four of known customers share the batch's transaction (two
+// of one customer, the second seeing the first's commission; one whose
+// transaction id the first took; one refused because its partner left the
+// program, which leaves nothing behind), and the two whose customer is not
+// known yet are recorded on their own, with the answers they get alone.
+func TestSalesRecordedTogether(t *testing.T) {
+	b := setupLedger(t, "0")
+	ctx := context.Background()
+	w := b.MustWorld(t, programInput("percent", "10", "USD", 0, 30))
+	first := b.MustCustomerKey(t, w, "tog_k1")
+	b.MustCustomerKey(t, w, "tog_k2")
+	gone := b.MustCustomerKey(t, w, "tog_k3")
+	elsewhere := b.MustWorld(t, programInput("percent", "10", "USD", 0, 30))
+	b.db.MustExec(`UPDATE customers SET partner_id = $1 WHERE id = $2`, elsewhere.partnerID, gone)
+	click := b.MustClick(t, w, w.partnerID)
+
+	reqs := []ledger.SaleRequest{
+		sale{txn: "tog_1", customerKey: "tog_k1", amount: 1000}.request(w.program.ID),
+		sale{txn: "tog_2", customerKey: "tog_k1", amount: 500}.request(w.program.ID),
+		sale{txn: "tog_1", customerKey: "tog_k2", amount: 700}.request(w.program.ID),
+		sale{txn: "tog_4", clickID: click, amount: 1000}.request(w.program.ID),
+		sale{txn: "tog_5", customerKey: "nobody", amount: 1000}.request(w.program.ID),
+		sale{txn: "tog_6", customerKey: "tog_k3", amount: 1000}.request(w.program.ID),
+	}
+	results, errs, batched := b.sales.RecordTogether(ctx, reqs)
+	if batched != 4 {
+		t.Fatalf("%d sales recorded by the batch, want 4", batched)
+	}
+	if errs[0] != nil || results[0].CommissionID == nil {
+		t.Fatalf("first sale: %+v, %v", results[0], errs[0])
+	}
+	if errs[1] != nil || results[1].Message != ledger.MsgSaleNotFirst {
+		t.Fatalf("second sale of the customer: %+v, %v (want %q)", results[1], errs[1], ledger.MsgSaleNotFirst)
+	}
+	assertCode(t, errs[2], ledger.EDuplicateTransaction, ledger.MsgDuplicateTransaction)
+	if errs[3] != nil || results[3].CommissionID == nil {
+		t.Fatalf("first sale of a click: %+v, %v", results[3], errs[3])
+	}
+	assertCode(t, errs[4], ledger.ENoAttribution, ledger.MsgCustomerNotFound)
+	assertCode(t, errs[5], ledger.ENoAttribution, ledger.MsgNoRelationship)
+	for query, want := range map[string]int{
+		`SELECT count(*) FROM sales WHERE processor_event_id = 'tog_1'`:             1,
+		`SELECT count(*) FROM sales WHERE processor_event_id IN ('tog_5', 'tog_6')`: 0,
+		`SELECT count(*) FROM sales`:                                                3,
+		`SELECT count(*) FROM commissions`:                                          2,
+	} {
+		if n := b.count(t, query); n != want {
+			t.Fatalf("%s = %d, want %d", query, n, want)
+		}
+	}
+	if n := b.count(t, `SELECT count(*) FROM commissions WHERE customer_id = $1`, first); n != 1 {
+		t.Fatalf("%d commissions for the customer of two sales, want 1", n)
+	}
+}
+
+// TestFailedSaleBatchIsRecordedSaleBySale: when one sale's write fails in
+// the batch (here Postgres refuses its commission), the batch is rolled
+// back and each sale is recorded on its own: the others as usual, the
+// failing one as it would alone (stored, 500 Failed to create commission).
+func TestFailedSaleBatchIsRecordedSaleBySale(t *testing.T) {
+	b := setupLedger(t, "0")
+	ctx := context.Background()
+	w := b.MustWorld(t, programInput("percent", "10", "USD", 0, 30))
+	for _, key := range []string{"bad_k1", "bad_k2", "bad_k3"} {
+		b.MustCustomerKey(t, w, key)
+	}
+	b.db.MustExec(`
+		CREATE FUNCTION refuse_77() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN IF NEW.amount_minor = 77 THEN RAISE EXCEPTION 'commission of 77 refused'; END IF; RETURN NEW; END $$;
+		CREATE TRIGGER refuse_77 BEFORE INSERT ON commissions FOR EACH ROW EXECUTE FUNCTION refuse_77();`)
+	reqs := []ledger.SaleRequest{
+		sale{txn: "bad_1", customerKey: "bad_k1", amount: 1000}.request(w.program.ID),
+		sale{txn: "bad_2", customerKey: "bad_k2", amount: 770}.request(w.program.ID),
+		sale{txn: "bad_3", customerKey: "bad_k3", amount: 1000}.request(w.program.ID),
+	}
+	results, errs, batched := b.sales.RecordTogether(ctx, reqs)
+	if batched != 0 {
+		t.Fatalf("%d sales answered from a batch that failed", batched)
+	}
+	for _, i := range []int{0, 2} {
+		if errs[i] != nil || results[i].CommissionID == nil {
+			t.Fatalf("sale %d: %+v, %v", i, results[i], errs[i])
+		}
+	}
+	assertCode(t, errs[1], ledger.EInternal, ledger.MsgCommissionFailed)
+	if n := b.count(t, `SELECT count(*) FROM sales`); n != 3 {
+		t.Fatalf("%d sales stored, want 3 (the one without commission too)", n)
+	}
+	if n := b.count(t, `SELECT count(*) FROM commissions`); n != 2 {
+		t.Fatalf("%d commissions, want 2", n)
+	}
+}
