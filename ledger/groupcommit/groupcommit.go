@@ -6,8 +6,9 @@
 // carries many items while the next batch fills behind it.
 //
 // The package knows nothing of what a flush does: the edge's click and
-// visit pipelines (package traffic) flush to Redis, and the workers'
-// click and visit tasks that run at the same time share one insert.
+// visit pipelines (package traffic) flush to Redis, the workers' click
+// and visit tasks that run at the same time share one insert, and
+// concurrent sales share one Postgres transaction (ledger/postgres).
 package groupcommit
 
 import (
