@@ -52,9 +52,9 @@ func (s *SaleService) RecordTogether(ctx context.Context, reqs []ledger.SaleRequ
 	errs := make([]error, len(items))
 	batched := 0
 	for i, it := range items {
-		if it.done {
+		if it.answered {
 			batched++
-			results[i], errs[i] = s.answer(it.out, it.msgs, it.answer)
+			results[i], errs[i] = it.result, it.err
 			continue
 		}
 		results[i], errs[i] = s.recordAlone(ctx, it.sale, it.now, true)

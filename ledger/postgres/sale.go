@@ -75,12 +75,12 @@ func (s *SaleService) record(ctx context.Context, req ledger.SaleRequest, leanFi
 		return nil, err
 	}
 	if leanFirst {
-		item, done, err := s.recordBatched(ctx, *sale, now)
+		item, err := s.recordBatched(ctx, *sale, now)
 		if err != nil {
 			return nil, err
 		}
-		if done {
-			return s.answer(item.out, item.msgs, item.answer)
+		if item.answered {
+			return item.result, item.err
 		}
 	}
 	return s.recordAlone(ctx, *sale, now, leanFirst)

@@ -49,9 +49,15 @@ type batchedSale struct {
 	sale ledger.Sale
 	now  time.Time
 
-	// done tells that the batch recorded the sale and committed: out and
-	// msgs hold its outcome, or answer the 4xx it was refused with.
-	// Otherwise the caller records the sale on its own.
+	// answered tells that the flush recorded the sale (in the batch, or on
+	// its own when it was alone) and committed: result and err are the
+	// call's answer. Otherwise the caller records the sale on its own.
+	answered bool
+	result   *ledger.SaleResult
+	err      error
+
+	// done, out, msgs and answer are the sale's outcome in the batch's
+	// transaction, answered once it commits.
 	done   bool
 	out    saleOutcome
 	msgs   []ledger.OutboxMessage
@@ -62,23 +68,31 @@ func newSaleBatches(s *SaleService) *groupcommit.Committer[*batchedSale] {
 	return groupcommit.New(saleBatchMax, saleBatchesInFlight, s.flushSales)
 }
 
-// recordBatched hands a validated sale to the open batch and reports
-// whether the batch recorded it (false: the caller records it alone).
-func (s *SaleService) recordBatched(ctx context.Context, sale ledger.Sale, now time.Time) (*batchedSale, bool, error) {
+// recordBatched hands a validated sale to the open batch and returns it
+// once the batch is done with it (not answered: the caller records it
+// alone).
+func (s *SaleService) recordBatched(ctx context.Context, sale ledger.Sale, now time.Time) (*batchedSale, error) {
 	item := &batchedSale{sale: sale, now: now}
 	if err := s.batches.Add(ctx, item); err != nil {
-		return nil, false, err
+		return nil, err
 	}
-	return item, item.done, nil
+	return item, nil
 }
 
-// flushSales records a batch of sales in one transaction. A batch of one
-// is left to its caller's own transaction: nothing is gained by it. The
-// sales are written in the order of their customers (program, customer
-// key, click id), so that two batches lock the customers they share in
-// the same order.
+// flushSales records a batch of sales in one transaction. A sale alone is
+// recorded in its own transaction, as without batching, but still inside
+// the flush: the committer must see a flush in flight for as long as a
+// sale is being written, or every sale would find none and lead a batch
+// of its own. The sales are written in the order of their customers
+// (program, customer key, click id), so that two batches lock the
+// customers they share in the same order.
 func (s *SaleService) flushSales(items []*batchedSale) error {
-	if len(items) < 2 {
+	ctx, cancel := context.WithTimeout(context.Background(), saleBatchTimeout)
+	defer cancel()
+	if len(items) == 1 {
+		it := items[0]
+		it.result, it.err = s.recordAlone(ctx, it.sale, it.now, true)
+		it.answered = true
 		return nil
 	}
 	slices.SortFunc(items, func(a, b *batchedSale) int {
@@ -87,8 +101,6 @@ func (s *SaleService) flushSales(items []*batchedSale) error {
 			strings.Compare(a.sale.ClickID, b.sale.ClickID),
 			strings.Compare(a.sale.TransactionID, b.sale.TransactionID))
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), saleBatchTimeout)
-	defer cancel()
 	err := s.db.Transact(ctx, func(tx *sqlx.Tx) error {
 		for _, it := range items {
 			if err := s.recordInBatch(ctx, tx, it); err != nil {
@@ -97,11 +109,17 @@ func (s *SaleService) flushSales(items []*batchedSale) error {
 		}
 		return nil
 	})
+	for _, it := range items {
+		switch {
+		case err != nil:
+			*it = batchedSale{sale: it.sale, now: it.now}
+		case it.done:
+			it.result, it.err = s.answer(it.out, it.msgs, it.answer)
+			it.answered = true
+		}
+	}
 	if err != nil {
 		s.logger.Debug("sale batch rolled back; its sales are recorded one by one", "sales", len(items), "err", err)
-		for _, it := range items {
-			*it = batchedSale{sale: it.sale, now: it.now}
-		}
 	}
 	return nil
 }
