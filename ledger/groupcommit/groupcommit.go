@@ -22,6 +22,7 @@ type Committer[T any] struct {
 	flush       func(items []T) error
 	maxBatch    int
 	maxInflight int
+	eager       bool // start a flush whenever a slot is free (NewEager)
 
 	mu       sync.Mutex
 	open     *batch[T]   // filling; nil when no item waits
@@ -49,6 +50,18 @@ func New[T any](maxBatch, maxInflight int, flush func(items []T) error) *Committ
 	return &Committer[T]{flush: flush, maxBatch: maxBatch, maxInflight: maxInflight}
 }
 
+// NewEager is New for a flush that is a unit of work of its own (a
+// database transaction) rather than one shared write: a batch is flushed
+// as soon as any of the maxInflight slots is free, so items share a batch
+// only when every slot is busy. Below saturation each item is flushed
+// alone at once, in parallel with the others; at saturation the batches
+// grow, up to maxBatch, while the slots are busy.
+func NewEager[T any](maxBatch, maxInflight int, flush func(items []T) error) *Committer[T] {
+	c := New(maxBatch, maxInflight, flush)
+	c.eager = true
+	return c
+}
+
 // Add puts item in the open batch and returns the error of that batch's
 // flush once it is done (nil: the item was written). When ctx ends first,
 // Add returns ctx's error; the item may still be written.
@@ -63,7 +76,7 @@ func (c *Committer[T]) Add(ctx context.Context, item T) error {
 	c.waiting++
 	var lead bool
 	switch {
-	case c.inflight == 0 || (len(b.items) >= c.maxBatch && c.inflight < c.maxInflight):
+	case c.inflight == 0 || ((c.eager || len(b.items) >= c.maxBatch) && c.inflight < c.maxInflight):
 		c.open = nil
 		c.inflight++
 		c.waiting -= len(b.items)

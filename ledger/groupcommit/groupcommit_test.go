@@ -134,6 +134,34 @@ func TestFullBatchFlushesWhileAnotherIsInFlight(t *testing.T) {
 	}
 }
 
+// An eager committer flushes each item at once while a slot is free, and
+// batches only the items that arrive while every slot is busy.
+func TestEagerCommitterBatchesOnlyWhenEverySlotIsBusy(t *testing.T) {
+	t.Parallel()
+	r := held()
+	c := NewEager(10, 2, r.flush)
+	var wg sync.WaitGroup
+	for i := 0; i < 2; i++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); c.Add(context.Background(), i) }()
+		<-r.started // each of the first two has a slot of its own at once
+	}
+	for i := 2; i < 8; i++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); c.Add(context.Background(), i) }()
+	}
+	waitFor(t, "6 items waiting behind the two busy slots", func() bool { return c.Waiting() == 6 })
+	for i := 0; i < 3; i++ {
+		r.gate <- struct{}{}
+	}
+	wg.Wait()
+	sizes := r.sizes()
+	sort.Ints(sizes)
+	if len(sizes) != 3 || sizes[0] != 1 || sizes[1] != 1 || sizes[2] != 6 {
+		t.Fatalf("batches %v, want 1, 1 and 6 (in any order)", sizes)
+	}
+}
+
 func TestFailedFlushFailsEveryCallerOfItsBatch(t *testing.T) {
 	t.Parallel()
 	boom := errors.New("redis down")
