@@ -20,16 +20,18 @@ import (
 // its own (the read and the write). A sale alone on a quiet system is
 // written in its own transaction at once, as before.
 //
-// Only the lean path of a customer that already exists is batched: it
-// writes nothing before it knows its answer, so a sale refused with a
-// 4xx (no relationship, duplicate transaction id) leaves nothing behind
-// in the shared transaction. A sale whose customer its click must first
-// bring, and a test sale, are left out of the batch untouched and then
-// recorded on their own. When anything fails in the batch (a lean write
-// Postgres refuses, a lost connection, a commit that fails), the whole
-// batch is rolled back and every sale of it is recorded on its own, so a
-// failure answers exactly as it would have alone. A sale is answered only
-// after the transaction that wrote it committed.
+// The batch takes the lean path. A sale of a customer that already exists
+// writes nothing before it knows its answer, so one refused with a 4xx
+// (no relationship, duplicate transaction id) leaves nothing behind in
+// the shared transaction. A sale whose customer its click must first
+// bring runs inside a savepoint of its own: refused, it takes back its
+// customer; failed, it is left to its caller, who records it alone. A
+// test sale is left out of the batch and recorded on its own. When
+// anything else fails in the batch (a lean write Postgres refuses, a lost
+// connection, a commit that fails), the whole batch is rolled back and
+// every sale of it is recorded on its own, so a failure answers exactly as
+// it would have alone. A sale is answered only after the transaction that
+// wrote it committed.
 
 const (
 	// saleBatchMax bounds the sales of one transaction: more would hold the
@@ -65,7 +67,7 @@ type batchedSale struct {
 }
 
 func newSaleBatches(s *SaleService) *groupcommit.Committer[*batchedSale] {
-	return groupcommit.New(saleBatchMax, saleBatchesInFlight, s.flushSales)
+	return groupcommit.NewEager(saleBatchMax, saleBatchesInFlight, s.flushSales)
 }
 
 // recordBatched hands a validated sale to the open batch and returns it
@@ -125,8 +127,7 @@ func (s *SaleService) flushSales(items []*batchedSale) error {
 }
 
 // recordInBatch records one sale in the batch's transaction, or leaves it
-// out (not done) when it is not a lean sale of a known customer. An error
-// rolls the whole batch back.
+// to its caller (not done). An error rolls the whole batch back.
 func (s *SaleService) recordInBatch(ctx context.Context, tx *sqlx.Tx, it *batchedSale) error {
 	*it = batchedSale{sale: it.sale, now: it.now} // a retried batch starts afresh
 	if it.sale.IsTest {
@@ -140,14 +141,32 @@ func (s *SaleService) recordInBatch(ctx context.Context, tx *sqlx.Tx, it *batche
 		return nil
 	case err != nil:
 		return err
-	case sc.customer == nil:
-		return nil
 	}
-	out, err := s.recordWithContext(ctx, tx, it.sale, sc, it.now, true)
+	var out saleOutcome
+	if sc.customer != nil {
+		// A known customer's lean sale writes nothing before it knows its
+		// answer: a refusal leaves nothing in the batch.
+		out, err = s.recordWithContext(ctx, tx, it.sale, sc, it.now, true)
+	} else {
+		// The customer comes from the sale's click, created before the
+		// sale may still be refused: inside a savepoint, so that a refusal
+		// or a failure takes back this sale's writes only. A failure
+		// leaves the sale to its caller, who records it alone.
+		var contained error
+		contained, err = savepoint(ctx, tx, "batched_sale", func() error {
+			var err error
+			out, err = s.recordWithContext(ctx, tx, it.sale, sc, it.now, true)
+			return err
+		})
+		if err == nil && contained != nil {
+			if errors.As(contained, &answer) {
+				it.done, it.answer = true, contained
+			}
+			return nil
+		}
+	}
 	switch {
 	case errors.As(err, &answer):
-		// Refused before anything was written (the lean path of a known
-		// customer writes in one statement, after every check).
 		it.done, it.answer = true, err
 		return nil
 	case err != nil:

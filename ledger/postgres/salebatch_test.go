@@ -7,12 +7,13 @@ import (
 	"github.com/partnertrack/partnertrack/ledger"
 )
 
-// TestSalesRecordedTogether records six sales as one batch of concurrent
-// sales: the four of known customers share the batch's transaction (two
-// of one customer, the second seeing the first's commission; one whose
-// transaction id the first took; one refused because its partner left the
-// program, which leaves nothing behind), and the two whose customer is not
-// known yet are recorded on their own, with the answers they get alone.
+// TestSalesRecordedTogether records seven sales as one batch of
+// concurrent sales, each answering as it would alone: two of one customer
+// (the second sees the first's commission), one whose transaction id the
+// first took, one refused because its partner left the program (nothing
+// left behind), the first sale of a click (its customer created inside a
+// savepoint), one naming nobody, and the first sale of a click whose
+// partner is not in the program (refused, its customer taken back).
 func TestSalesRecordedTogether(t *testing.T) {
 	b := setupLedger(t, "0")
 	ctx := context.Background()
@@ -23,6 +24,8 @@ func TestSalesRecordedTogether(t *testing.T) {
 	elsewhere := b.MustWorld(t, programInput("percent", "10", "USD", 0, 30))
 	b.db.MustExec(`UPDATE customers SET partner_id = $1 WHERE id = $2`, elsewhere.partnerID, gone)
 	click := b.MustClick(t, w, w.partnerID)
+	strayClick := b.MustClick(t, w, w.partnerID)
+	b.db.MustExec(`UPDATE clicks SET partner_id = $1 WHERE click_id = $2`, elsewhere.partnerID, strayClick)
 
 	reqs := []ledger.SaleRequest{
 		sale{txn: "tog_1", customerKey: "tog_k1", amount: 1000}.request(w.program.ID),
@@ -31,10 +34,11 @@ func TestSalesRecordedTogether(t *testing.T) {
 		sale{txn: "tog_4", clickID: click, amount: 1000}.request(w.program.ID),
 		sale{txn: "tog_5", customerKey: "nobody", amount: 1000}.request(w.program.ID),
 		sale{txn: "tog_6", customerKey: "tog_k3", amount: 1000}.request(w.program.ID),
+		sale{txn: "tog_7", clickID: strayClick, amount: 1000}.request(w.program.ID),
 	}
 	results, errs, batched := b.sales.RecordTogether(ctx, reqs)
-	if batched != 4 {
-		t.Fatalf("%d sales recorded by the batch, want 4", batched)
+	if batched != len(reqs) {
+		t.Fatalf("%d sales recorded by the batch, want %d", batched, len(reqs))
 	}
 	if errs[0] != nil || results[0].CommissionID == nil {
 		t.Fatalf("first sale: %+v, %v", results[0], errs[0])
@@ -48,11 +52,14 @@ func TestSalesRecordedTogether(t *testing.T) {
 	}
 	assertCode(t, errs[4], ledger.ENoAttribution, ledger.MsgCustomerNotFound)
 	assertCode(t, errs[5], ledger.ENoAttribution, ledger.MsgNoRelationship)
+	assertCode(t, errs[6], ledger.ENoAttribution, ledger.MsgNoRelationship)
 	for query, want := range map[string]int{
-		`SELECT count(*) FROM sales WHERE processor_event_id = 'tog_1'`:             1,
-		`SELECT count(*) FROM sales WHERE processor_event_id IN ('tog_5', 'tog_6')`: 0,
-		`SELECT count(*) FROM sales`:                                                3,
-		`SELECT count(*) FROM commissions`:                                          2,
+		`SELECT count(*) FROM sales WHERE processor_event_id = 'tog_1'`:                      1,
+		`SELECT count(*) FROM sales WHERE processor_event_id IN ('tog_5', 'tog_6', 'tog_7')`: 0,
+		`SELECT count(*) FROM customers WHERE click_id = '` + strayClick + `'`:               0,
+		`SELECT count(*) FROM customers WHERE click_id = '` + click + `'`:                    1,
+		`SELECT count(*) FROM sales`:       3,
+		`SELECT count(*) FROM commissions`: 2,
 	} {
 		if n := b.count(t, query); n != want {
 			t.Fatalf("%s = %d, want %d", query, n, want)
