@@ -61,3 +61,32 @@ func (s *SaleService) RecordTogether(ctx context.Context, reqs []ledger.SaleRequ
 	}
 	return results, errs, batched
 }
+
+// ApplyTogether applies the refunds as one batch of concurrent refunds
+// would be (flushRefunds), then each one the batch left to its caller on
+// its own, as ApplyRefund does; it also returns how many the batch
+// answered.
+func (s *RefundService) ApplyTogether(ctx context.Context, ins []ledger.RefundInput) ([]*ledger.RefundResult, []error, int) {
+	if err := s.lean.prepare(ctx); err != nil {
+		panic(err)
+	}
+	items := make([]*batchedRefund, len(ins))
+	for i, in := range ins {
+		items[i] = &batchedRefund{in: in, now: s.db.now()}
+	}
+	if err := s.flushRefunds(slices.Clone(items)); err != nil {
+		panic(err)
+	}
+	results := make([]*ledger.RefundResult, len(items))
+	errs := make([]error, len(items))
+	batched := 0
+	for i, it := range items {
+		if it.answered {
+			batched++
+			results[i], errs[i] = it.result, it.err
+			continue
+		}
+		results[i], errs[i] = s.applyAlone(ctx, it.in, it.now)
+	}
+	return results, errs, batched
+}

@@ -10,14 +10,16 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/partnertrack/partnertrack/ledger"
+	"github.com/partnertrack/partnertrack/ledger/groupcommit"
 )
 
 // RefundService implements ledger.RefundService.
 type RefundService struct {
-	db     *DB
-	logger *slog.Logger
-	after  *afterCommit
-	lean   *preparedStatements
+	db      *DB
+	logger  *slog.Logger
+	after   *afterCommit
+	lean    *preparedStatements
+	batches *groupcommit.Committer[*batchedRefund]
 }
 
 // NewRefundService returns the refund service over db. relay sends the
@@ -27,7 +29,9 @@ func NewRefundService(db *DB, relay ledger.OutboxRelay, logger *slog.Logger) *Re
 	if logger == nil {
 		logger = slog.Default()
 	}
-	return &RefundService{db: db, logger: logger, after: &afterCommit{relay: relay, logger: logger}, lean: leanRefundStatements(db)}
+	s := &RefundService{db: db, logger: logger, after: &afterCommit{relay: relay, logger: logger}, lean: leanRefundStatements(db)}
+	s.batches = newRefundBatches(s)
+	return s
 }
 
 var _ ledger.RefundService = (*RefundService)(nil)
@@ -41,6 +45,19 @@ func (s *RefundService) ApplyRefund(ctx context.Context, in ledger.RefundInput) 
 	if err := s.lean.prepare(ctx); err != nil {
 		return nil, err
 	}
+	item := &batchedRefund{in: in, now: now}
+	if err := s.batches.Add(ctx, item); err != nil {
+		return nil, err
+	}
+	if item.answered {
+		return item.result, item.err
+	}
+	return s.applyAlone(ctx, in, now)
+}
+
+// applyAlone applies a refund in a transaction of its own, on the lean
+// path first.
+func (s *RefundService) applyAlone(ctx context.Context, in ledger.RefundInput, now time.Time) (*ledger.RefundResult, error) {
 	res, msgs, err := s.refundInTransaction(ctx, in, now, s.applyRefundLean)
 	var lean *leanWriteError
 	if errors.As(err, &lean) {

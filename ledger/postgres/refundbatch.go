@@ -1,0 +1,162 @@
+package postgres
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+
+	"github.com/partnertrack/partnertrack/ledger"
+	"github.com/partnertrack/partnertrack/ledger/groupcommit"
+)
+
+// Refunds that arrive while others are being applied share a
+// transaction, as sales do (salebatch.go): one BEGIN and one COMMIT for
+// the batch, and each refund's own three statements (the target with the
+// balance account locked, the sale and commission locked, the write).
+// The lean path of a refund writes nothing before it knows its answer (a
+// 404 comes first, a skip writes nothing), so any refund can join. When
+// anything fails, the batch is rolled back and each refund applied on its
+// own, answering as it would have without batching.
+//
+// Refunds lock the partner's balance account, the sale, then the
+// commission. Two batches must take the accounts they share in the same
+// order, and the partner is known only from the sale's commission, so a
+// batch first reads every refund's partner, currency and sale in one
+// statement (unlocked: a commission's partner never changes) and applies
+// the refunds in that order.
+
+// qRefundBatchOrder reads, for each refund of a batch (program $1[n],
+// transaction id $2[n]), its commission's partner and currency and its
+// sale: the order the batch takes their locks in.
+const qRefundBatchOrder = `
+	SELECT r.n, COALESCE(c.partner_id, 0), COALESCE(c.currency, ''), COALESCE(s.id, 0)
+	FROM unnest($1::bigint[], $2::text[]) WITH ORDINALITY AS r(program_id, txn, n)
+	LEFT JOIN sales s ON s.program_id = r.program_id AND s.processor_event_id = r.txn
+	LEFT JOIN commissions c ON c.sale_id = s.id`
+
+// batchedRefund is one refund handed to a batch, and what became of it.
+type batchedRefund struct {
+	in  ledger.RefundInput
+	now time.Time
+
+	// answered tells that the flush applied the refund (in the batch, or
+	// on its own when it was alone) and committed: result and err are
+	// the call's answer. Otherwise the caller applies it on its own.
+	answered bool
+	result   *ledger.RefundResult
+	err      error
+
+	// The refund's outcome in the batch's transaction, answered once it
+	// commits, and its place in the lock order.
+	done     bool
+	res      *ledger.RefundResult
+	msgs     []ledger.OutboxMessage
+	answer   error
+	lockedBy refundLockKey
+}
+
+// refundLockKey orders a batch's refunds: by balance account (none
+// first), then sale.
+type refundLockKey struct {
+	partnerID int64
+	currency  string
+	saleID    int64
+}
+
+func newRefundBatches(s *RefundService) *groupcommit.Committer[*batchedRefund] {
+	return groupcommit.NewEager(saleBatchMax, saleBatchesInFlight, s.flushRefunds)
+}
+
+// flushRefunds applies a batch of refunds in one transaction; a refund
+// alone is applied in its own, inside the flush (see flushSales).
+func (s *RefundService) flushRefunds(items []*batchedRefund) error {
+	ctx, cancel := context.WithTimeout(context.Background(), saleBatchTimeout)
+	defer cancel()
+	if len(items) == 1 {
+		it := items[0]
+		it.result, it.err = s.applyAlone(ctx, it.in, it.now)
+		it.answered = true
+		return nil
+	}
+	err := s.db.Transact(ctx, func(tx *sqlx.Tx) error {
+		if err := orderRefunds(ctx, tx, items); err != nil {
+			return err
+		}
+		for _, it := range items {
+			if err := s.applyInBatch(ctx, tx, it); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	for _, it := range items {
+		switch {
+		case err != nil:
+			*it = batchedRefund{in: it.in, now: it.now}
+		case it.done:
+			it.answered = true
+			if it.result, it.err = it.res, it.answer; it.err == nil {
+				s.after.send(it.msgs)
+			}
+		}
+	}
+	if err != nil {
+		s.logger.Debug("refund batch rolled back; its refunds are applied one by one", "refunds", len(items), "err", err)
+	}
+	return nil
+}
+
+// orderRefunds sorts the batch's refunds into their lock order.
+func orderRefunds(ctx context.Context, tx *sqlx.Tx, items []*batchedRefund) error {
+	programs := make([]int64, len(items))
+	txns := make([]string, len(items))
+	for i, it := range items {
+		programs[i], txns[i] = it.in.ProgramID, it.in.TransactionID
+	}
+	rows, err := tx.QueryContext(ctx, qRefundBatchOrder, pq.Array(programs), pq.Array(txns))
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var n int
+		var k refundLockKey
+		if err := rows.Scan(&n, &k.partnerID, &k.currency, &k.saleID); err != nil {
+			return err
+		}
+		items[n-1].lockedBy = k
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	slices.SortStableFunc(items, func(a, b *batchedRefund) int {
+		return cmp.Or(cmp.Compare(a.lockedBy.partnerID, b.lockedBy.partnerID),
+			strings.Compare(a.lockedBy.currency, b.lockedBy.currency),
+			cmp.Compare(a.lockedBy.saleID, b.lockedBy.saleID))
+	})
+	return nil
+}
+
+// applyInBatch applies one refund in the batch's transaction. An error
+// rolls the whole batch back.
+func (s *RefundService) applyInBatch(ctx context.Context, tx *sqlx.Tx, it *batchedRefund) error {
+	it.done, it.res, it.msgs, it.answer = false, nil, nil, nil // a retried batch starts afresh
+	res, msgs, err := s.applyRefundLean(ctx, tx, it.in, it.now)
+	var answer *ledger.Error
+	switch {
+	case errors.As(err, &answer):
+		// Refused before anything was written (the sale was not found).
+		it.done, it.answer = true, err
+	case err != nil:
+		return err
+	default:
+		it.done, it.res, it.msgs = true, res, msgs
+	}
+	return nil
+}
