@@ -70,13 +70,13 @@ type refundLockKey struct {
 }
 
 func newRefundBatches(s *RefundService) *groupcommit.Committer[*batchedRefund] {
-	return groupcommit.NewEager(saleBatchMax, saleBatchesInFlight, s.flushRefunds)
+	return groupcommit.NewEager(batchMax, refundBatchesInFlight, s.flushRefunds)
 }
 
 // flushRefunds applies a batch of refunds in one transaction; a refund
 // alone is applied in its own, inside the flush (see flushSales).
 func (s *RefundService) flushRefunds(items []*batchedRefund) error {
-	ctx, cancel := context.WithTimeout(context.Background(), saleBatchTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
 	defer cancel()
 	if len(items) == 1 {
 		it := items[0]

@@ -12,7 +12,11 @@ package load
 
 import (
 	"context"
+	"maps"
 	"math"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -83,6 +87,20 @@ func (r *Result) Count(statuses ...int) int64 {
 		n += r.Status[s]
 	}
 	return n
+}
+
+// SlowSeconds lists the slow answers by the second of the run they were
+// due in, in order, as "second:count" ("none" when there were none).
+func (r *Result) SlowSeconds() string {
+	if len(r.SlowBySecond) == 0 {
+		return "none"
+	}
+	seconds := slices.Sorted(maps.Keys(r.SlowBySecond))
+	parts := make([]string, len(seconds))
+	for i, sec := range seconds {
+		parts[i] = strconv.FormatInt(sec, 10) + ":" + strconv.FormatInt(r.SlowBySecond[sec], 10)
+	}
+	return strings.Join(parts, " ")
 }
 
 // Success counts the 2xx answers.

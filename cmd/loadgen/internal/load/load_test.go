@@ -2,6 +2,7 @@ package load
 
 import (
 	"context"
+	"fmt"
 	"errors"
 	"sync"
 	"testing"
@@ -100,6 +101,12 @@ func TestSlowAnswersCountedBySecondDue(t *testing.T) {
 	}
 	if n := res.SlowBySecond[1]; n < 5 || n > 15 {
 		t.Fatalf("%d slow answers in second 1, want the ~10 due during the stall (%v)", n, res.SlowBySecond)
+	}
+	if got, want := res.SlowSeconds(), fmt.Sprintf("1:%d", res.SlowBySecond[1]); got != want {
+		t.Fatalf("SlowSeconds() = %q, want %q", got, want)
+	}
+	if got := (&Result{}).SlowSeconds(); got != "none" {
+		t.Fatalf("SlowSeconds() of a run without slow answers = %q", got)
 	}
 }
 

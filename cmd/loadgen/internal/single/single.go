@@ -9,10 +9,7 @@ import (
 	"database/sql"
 	"fmt"
 	"io"
-	"maps"
-	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	_ "github.com/lib/pq" // the Postgres driver
@@ -115,7 +112,7 @@ func Run(ctx context.Context, o Options) error {
 	res := load.Run(ctx, opts, do)
 	fmt.Fprintln(o.Out, report.Row{Name: o.Kind + "s", Result: res}.Line())
 	if o.Slow > 0 {
-		fmt.Fprintf(o.Out, "answers slower than %s by second of the run: %s\n", o.Slow, slowSeconds(res.SlowBySecond))
+		fmt.Fprintf(o.Out, "answers slower than %s by second of the run: %s\n", o.Slow, res.SlowSeconds())
 	}
 	if o.Kind == "click" && o.DatabaseURL != "" {
 		took, err := waitStored(ctx, o.DatabaseURL, w.Programs[0].ID, res.Success(), 5*time.Minute)
@@ -125,19 +122,6 @@ func Run(ctx context.Context, o Options) error {
 		fmt.Fprintf(o.Out, "all %d accepted clicks in Postgres %s after the load stopped\n", res.Success(), took.Round(time.Millisecond))
 	}
 	return nil
-}
-
-// slowSeconds lists counts by second, in order, as "second:count".
-func slowSeconds(bySecond map[int64]int64) string {
-	if len(bySecond) == 0 {
-		return "none"
-	}
-	seconds := slices.Sorted(maps.Keys(bySecond))
-	parts := make([]string, len(seconds))
-	for i, sec := range seconds {
-		parts[i] = fmt.Sprintf("%d:%d", sec, bySecond[sec])
-	}
-	return strings.Join(parts, " ")
 }
 
 // waitStored polls Postgres until the program has want clicks.
