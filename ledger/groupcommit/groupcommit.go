@@ -16,6 +16,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 )
 
 // Committer groups items into batches and flushes them.
@@ -23,7 +24,8 @@ type Committer[T any] struct {
 	flush       func(items []T) error
 	maxBatch    int
 	maxInflight int
-	eager       bool // start a flush whenever a slot is free (NewEager)
+	eager       bool          // start a flush whenever a slot is free (NewEager)
+	linger      time.Duration // an open batch waits at most this long for a free slot (NewLingering)
 
 	mu       sync.Mutex
 	open     *batch[T]   // filling; nil when no item waits
@@ -63,6 +65,17 @@ func NewEager[T any](maxBatch, maxInflight int, flush func(items []T) error) *Co
 	return c
 }
 
+// NewLingering is New for flushes that can stall (a transaction waiting
+// for a lock): an open batch waits for the flush in flight to finish, or
+// to fill up, as with New, but no longer than linger while a slot is
+// free. A stalled flush then delays the others by linger, not by its
+// stall, while under load batches still grow behind the flush in flight.
+func NewLingering[T any](maxBatch, maxInflight int, linger time.Duration, flush func(items []T) error) *Committer[T] {
+	c := New(maxBatch, maxInflight, flush)
+	c.linger = linger
+	return c
+}
+
 // Add puts item in the open batch and returns the error of that batch's
 // flush once it is done (nil: the item was written). When ctx ends first,
 // Add returns ctx's error; the item may still be written.
@@ -85,6 +98,8 @@ func (c *Committer[T]) Add(ctx context.Context, item T) error {
 	case len(b.items) >= c.maxBatch:
 		c.open = nil
 		c.full = append(c.full, b)
+	case len(b.items) == 1 && c.linger > 0:
+		time.AfterFunc(c.linger, func() { c.flushLingering(b) })
 	}
 	c.mu.Unlock()
 
@@ -100,6 +115,21 @@ func (c *Committer[T]) Add(ctx context.Context, item T) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// flushLingering flushes b if it is still the open batch and a slot is
+// free; otherwise b waits for the flush that frees a slot, as any batch.
+func (c *Committer[T]) flushLingering(b *batch[T]) {
+	c.mu.Lock()
+	if c.open != b || c.inflight >= c.maxInflight {
+		c.mu.Unlock()
+		return
+	}
+	c.open = nil
+	c.inflight++
+	c.waiting -= len(b.items)
+	c.mu.Unlock()
+	c.run(b)
 }
 
 // run flushes b, then hands its flush slot to the next waiting batch, if

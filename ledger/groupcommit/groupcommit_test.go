@@ -162,6 +162,34 @@ func TestEagerCommitterBatchesOnlyWhenEverySlotIsBusy(t *testing.T) {
 	}
 }
 
+// A lingering committer does not let a stalled flush hold back the items
+// behind it: once they have waited the linger, they take a free slot.
+func TestLingeringBatchTakesAFreeSlotPastAStalledFlush(t *testing.T) {
+	t.Parallel()
+	r := held()
+	c := NewLingering(10, 2, 200*time.Millisecond, r.flush)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); c.Add(context.Background(), 0) }()
+	<-r.started // the first flush stalls
+	for i := 1; i <= 3; i++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); c.Add(context.Background(), i) }()
+	}
+	waitFor(t, "3 items waiting", func() bool { return c.Waiting() == 3 })
+	if n := <-r.started; n != 3 {
+		t.Fatalf("the lingering batch flushed %d items, want 3", n)
+	}
+	r.gate <- struct{}{}
+	r.gate <- struct{}{}
+	wg.Wait()
+	sizes := r.sizes()
+	sort.Ints(sizes)
+	if len(sizes) != 2 || sizes[0] != 1 || sizes[1] != 3 {
+		t.Fatalf("batches %v, want 1 and 3", sizes)
+	}
+}
+
 func TestFailedFlushFailsEveryCallerOfItsBatch(t *testing.T) {
 	t.Parallel()
 	boom := errors.New("redis down")
