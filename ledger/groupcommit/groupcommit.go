@@ -8,8 +8,8 @@
 // The package knows nothing of what a flush does: the edge's click and
 // visit pipelines (package traffic) flush to Redis, the workers' click
 // and visit tasks that run at the same time share one insert, and
-// concurrent sales (New) and refunds (NewEager) share one Postgres
-// transaction (ledger/postgres).
+// concurrent sales (NewLingering) and refunds (NewEager) share one
+// Postgres transaction (ledger/postgres).
 package groupcommit
 
 import (
