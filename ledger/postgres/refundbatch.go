@@ -3,7 +3,6 @@ package postgres
 import (
 	"cmp"
 	"context"
-	"errors"
 	"slices"
 	"strings"
 	"time"
@@ -84,17 +83,7 @@ func (s *RefundService) flushRefunds(items []*batchedRefund) error {
 		it.answered = true
 		return nil
 	}
-	err := s.db.Transact(ctx, func(tx *sqlx.Tx) error {
-		if err := orderRefunds(ctx, tx, items); err != nil {
-			return err
-		}
-		for _, it := range items {
-			if err := s.applyInBatch(ctx, tx, it); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	err := inOneTransaction(ctx, s.db, items, orderRefunds, s.applyInBatch)
 	for _, it := range items {
 		switch {
 		case err != nil:
@@ -148,15 +137,10 @@ func orderRefunds(ctx context.Context, tx *sqlx.Tx, items []*batchedRefund) erro
 func (s *RefundService) applyInBatch(ctx context.Context, tx *sqlx.Tx, it *batchedRefund) error {
 	it.done, it.res, it.msgs, it.answer = false, nil, nil, nil // a retried batch starts afresh
 	res, msgs, err := s.applyRefundLean(ctx, tx, it.in, it.now)
-	var answer *ledger.Error
-	switch {
-	case errors.As(err, &answer):
-		// Refused before anything was written (the sale was not found).
-		it.done, it.answer = true, err
-	case err != nil:
+	// A refusal (the sale was not found) comes before anything is written.
+	if it.answer, err = refusal(err); err != nil {
 		return err
-	default:
-		it.done, it.res, it.msgs = true, res, msgs
 	}
+	it.done, it.res, it.msgs = true, res, msgs
 	return nil
 }

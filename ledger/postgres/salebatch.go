@@ -115,14 +115,7 @@ func (s *SaleService) flushSales(items []*batchedSale) error {
 			strings.Compare(a.sale.ClickID, b.sale.ClickID),
 			strings.Compare(a.sale.TransactionID, b.sale.TransactionID))
 	})
-	err := s.db.Transact(ctx, func(tx *sqlx.Tx) error {
-		for _, it := range items {
-			if err := s.recordInBatch(ctx, tx, it); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	err := inOneTransaction(ctx, s.db, items, nil, s.recordInBatch)
 	for _, it := range items {
 		switch {
 		case err != nil:
@@ -146,12 +139,8 @@ func (s *SaleService) recordInBatch(ctx context.Context, tx *sqlx.Tx, it *batche
 		return nil
 	}
 	sc, err := readSaleContext(ctx, tx, s.lean, it.sale.ProgramID, it.sale.TransactionID, it.sale.CustomerKey, it.sale.ClickID)
-	var answer *ledger.Error
-	switch {
-	case errors.As(err, &answer):
-		it.done, it.answer = true, err
-		return nil
-	case err != nil:
+	if it.answer, err = refusal(err); it.answer != nil || err != nil {
+		it.done = it.answer != nil
 		return err
 	}
 	if sc.customer == nil {
@@ -162,11 +151,8 @@ func (s *SaleService) recordInBatch(ctx context.Context, tx *sqlx.Tx, it *batche
 	// A known customer's lean sale writes nothing before it knows its
 	// answer: a refusal leaves nothing in the batch.
 	out, err := s.recordWithContext(ctx, tx, it.sale, sc, it.now, true)
-	switch {
-	case errors.As(err, &answer):
-		it.done, it.answer = true, err
-		return nil
-	case err != nil:
+	if it.answer, err = refusal(err); it.answer != nil || err != nil {
+		it.done = it.answer != nil
 		return err
 	}
 	msgs := out.msgs
@@ -177,4 +163,36 @@ func (s *SaleService) recordInBatch(ctx context.Context, tx *sqlx.Tx, it *batche
 	}
 	it.done, it.out, it.msgs = true, out, msgs
 	return nil
+}
+
+// inOneTransaction runs first (when set), then apply on each item in
+// turn, all in one transaction of db; the first error rolls everything
+// back and is returned (Transact retries a deadlock first).
+func inOneTransaction[T any](ctx context.Context, db *DB, items []T,
+	first func(ctx context.Context, tx *sqlx.Tx, items []T) error,
+	apply func(ctx context.Context, tx *sqlx.Tx, item T) error) error {
+	return db.Transact(ctx, func(tx *sqlx.Tx) error {
+		if first != nil {
+			if err := first(ctx, tx, items); err != nil {
+				return err
+			}
+		}
+		for _, it := range items {
+			if err := apply(ctx, tx, it); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// refusal splits the error of one sale or refund of a batch into the 4xx
+// answer it was refused with (a *ledger.Error, given before it wrote
+// anything) or a failure that rolls the batch back.
+func refusal(err error) (answer, failure error) {
+	var e *ledger.Error
+	if errors.As(err, &e) {
+		return err, nil
+	}
+	return nil, err
 }
