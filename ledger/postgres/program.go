@@ -10,21 +10,24 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/partnertrack/partnertrack/ledger"
+	"github.com/partnertrack/partnertrack/ledger/groupcommit"
 )
 
 // ProgramService implements ledger.ProgramService and ledger.KeyService.
 type ProgramService struct {
 	db *DB
-	// keyLookup is the prepared key lookup of every program-key call.
-	keyLookup *preparedStatements
+	// keyLookup is the prepared key lookup of every program-key call,
+	// whose concurrent calls share one statement (keyLookups).
+	keyLookup  *preparedStatements
+	keyLookups *groupcommit.Committer[*keyLookup]
 }
 
 // NewProgramService returns the program service over db.
 func NewProgramService(db *DB) *ProgramService {
-	return &ProgramService{db: db, keyLookup: newPreparedStatements(db, qProgramKeyByHash)}
+	s := &ProgramService{db: db, keyLookup: newPreparedStatements(db, qProgramKeysByHash)}
+	s.keyLookups = newKeyLookups(s)
+	return s
 }
-
-const qProgramKeyByHash = `SELECT program_id, mode, marked_at, deadline FROM program_keys WHERE key_hash = $1`
 
 var (
 	_ ledger.ProgramService = (*ProgramService)(nil)
@@ -186,24 +189,22 @@ func updateProgram(ctx context.Context, tx *sqlx.Tx, id int64, in ledger.Program
 }
 
 // AuthenticateProgramKey looks a key up by its hash. It reads Postgres on
-// every call (a prepared statement, one round trip), so a regenerated key
-// fails on every edge instance as soon as the regeneration commits.
+// every call (a prepared statement that concurrent calls share, see
+// keybatch.go), so a regenerated key fails on every edge instance as soon
+// as the regeneration commits.
 func (s *ProgramService) AuthenticateProgramKey(ctx context.Context, token string) (k *ledger.ProgramKey, err error) {
 	defer wrap(&err, "postgres.AuthenticateProgramKey")
 	if err := s.keyLookup.prepare(ctx); err != nil {
 		return nil, err
 	}
-	var mode string
-	k = &ledger.ProgramKey{}
-	err = s.keyLookup.pooled(qProgramKeyByHash).QueryRowContext(ctx, ledger.HashSecret(token)).
-		Scan(&k.ProgramID, &mode, &k.MarkedAt, &k.Deadline)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, notFound("program key")
-	} else if err != nil {
+	lookup := &keyLookup{hash: ledger.HashSecret(token)}
+	if err := s.keyLookups.Add(ctx, lookup); err != nil {
 		return nil, err
 	}
-	k.Mode = ledger.KeyMode(mode)
-	return k, nil
+	if lookup.key == nil {
+		return nil, notFound("program key")
+	}
+	return lookup.key, nil
 }
 
 // RegenerateProgramKey replaces a program's key in place and clears its
