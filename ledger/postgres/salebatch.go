@@ -20,12 +20,13 @@ import (
 // its own (the read and the write). A sale alone on a quiet system is
 // written in its own transaction at once, as before.
 //
-// Only the lean path of a customer that already exists is batched: it
-// writes nothing before it knows its answer, so a sale refused with a
-// 4xx (no relationship, duplicate transaction id) leaves nothing behind
-// in the shared transaction. A sale whose customer its click must first
-// bring, and a test sale, are left out of the batch untouched and then
-// recorded on their own by their callers, in parallel. When anything
+// Only lean sales are batched, and a sale refused with a 4xx (no
+// relationship, duplicate transaction id) leaves nothing behind in the
+// shared transaction: a sale of a customer that already exists writes
+// nothing before it knows its answer, and the first sale of a click,
+// which creates the click's customer first, runs inside a savepoint that
+// its refusal rolls back. Test sales are left out of the batch untouched
+// and recorded on their own by their callers, in parallel. When anything
 // fails in the batch (a lean write Postgres refuses, a lost connection, a
 // commit that fails), the whole batch is rolled back and every sale of it
 // is recorded on its own, so a failure answers exactly as it would have
@@ -143,17 +144,29 @@ func (s *SaleService) recordInBatch(ctx context.Context, tx *sqlx.Tx, it *batche
 		it.done = it.answer != nil
 		return err
 	}
-	if sc.customer == nil {
-		// The customer comes from the sale's click, created before the sale
-		// may still be refused: recorded alone, after the batch.
-		return nil
-	}
 	// A known customer's lean sale writes nothing before it knows its
-	// answer: a refusal leaves nothing in the batch.
+	// answer, so a refusal leaves nothing in the batch. A sale whose
+	// customer its click must first bring writes that customer (and the
+	// click, when it was still in the queue) before it may still be
+	// refused: it runs inside a savepoint, which a refusal rolls back.
+	firstOfClick := sc.customer == nil && it.sale.ClickID != ""
+	if firstOfClick {
+		if _, err := tx.ExecContext(ctx, `SAVEPOINT batched_sale`); err != nil {
+			return err
+		}
+	}
 	out, err := s.recordWithContext(ctx, tx, it.sale, sc, it.now, true)
-	if it.answer, err = refusal(err); it.answer != nil || err != nil {
-		it.done = it.answer != nil
+	if it.answer, err = refusal(err); err != nil {
 		return err
+	}
+	if it.answer != nil {
+		if firstOfClick {
+			if _, err := tx.ExecContext(ctx, `ROLLBACK TO SAVEPOINT batched_sale`); err != nil {
+				return err
+			}
+		}
+		it.done = true
+		return nil
 	}
 	msgs := out.msgs
 	if !out.eventsWritten {

@@ -7,14 +7,14 @@ import (
 	"github.com/partnertrack/partnertrack/ledger"
 )
 
-// TestSalesRecordedTogether records seven sales as one batch of
-// concurrent sales, each answering as it would alone. Four of known
-// customers share the batch's transaction: two of one customer (the
-// second sees the first's commission), one whose transaction id the first
-// took, and one refused because its partner left the program (nothing
-// left behind). Three are left to their callers, who record them alone:
-// the first sale of a click, one naming nobody, and the first sale of a
-// click whose partner is not in the program (refused, no customer kept).
+// TestSalesRecordedTogether records eight sales as one batch of
+// concurrent sales, each answering as it would alone: two of one customer
+// (the second sees the first's commission), one whose transaction id the
+// first took, one refused because its partner left the program (nothing
+// left behind), the first sale of a click and a second sale of that click
+// (which finds the customer the first created, and its commission), one
+// naming nobody, and the first sale of a click whose partner is not in the
+// program (refused: its savepoint takes the click's customer back).
 func TestSalesRecordedTogether(t *testing.T) {
 	b := setupLedger(t, "0")
 	ctx := context.Background()
@@ -36,10 +36,11 @@ func TestSalesRecordedTogether(t *testing.T) {
 		sale{txn: "tog_5", customerKey: "nobody", amount: 1000}.request(w.program.ID),
 		sale{txn: "tog_6", customerKey: "tog_k3", amount: 1000}.request(w.program.ID),
 		sale{txn: "tog_7", clickID: strayClick, amount: 1000}.request(w.program.ID),
+		sale{txn: "tog_8", clickID: click, amount: 300}.request(w.program.ID),
 	}
 	results, errs, batched := b.sales.RecordTogether(ctx, reqs)
-	if batched != 4 {
-		t.Fatalf("%d sales recorded by the batch, want 4", batched)
+	if batched != len(reqs) {
+		t.Fatalf("%d sales recorded by the batch, want all %d", batched, len(reqs))
 	}
 	if errs[0] != nil || results[0].CommissionID == nil {
 		t.Fatalf("first sale: %+v, %v", results[0], errs[0])
@@ -54,12 +55,15 @@ func TestSalesRecordedTogether(t *testing.T) {
 	assertCode(t, errs[4], ledger.ENoAttribution, ledger.MsgCustomerNotFound)
 	assertCode(t, errs[5], ledger.ENoAttribution, ledger.MsgNoRelationship)
 	assertCode(t, errs[6], ledger.ENoAttribution, ledger.MsgNoRelationship)
+	if errs[7] != nil || results[7].Message != ledger.MsgSaleNotFirst {
+		t.Fatalf("second sale of the click: %+v, %v (want %q)", results[7], errs[7], ledger.MsgSaleNotFirst)
+	}
 	for query, want := range map[string]int{
 		`SELECT count(*) FROM sales WHERE processor_event_id = 'tog_1'`:                      1,
 		`SELECT count(*) FROM sales WHERE processor_event_id IN ('tog_5', 'tog_6', 'tog_7')`: 0,
 		`SELECT count(*) FROM customers WHERE click_id = '` + strayClick + `'`:               0,
 		`SELECT count(*) FROM customers WHERE click_id = '` + click + `'`:                    1,
-		`SELECT count(*) FROM sales`:       3,
+		`SELECT count(*) FROM sales`:       4,
 		`SELECT count(*) FROM commissions`: 2,
 	} {
 		if n := b.count(t, query); n != want {
