@@ -32,6 +32,11 @@ const (
 	saleByClickRoundTrips   = 7
 	refundCreditedRoundTrip = 5
 	refundPendingRoundTrips = 5
+	// A refund of a sale without commission: the statement that finds the
+	// sale locks it, then the write; with an amount, one more reads the
+	// sale's earlier refunds once it is locked (the retry check).
+	refundUncommissionedTrips   = 4
+	refundUncommissionedAmounts = 5
 )
 
 func TestHotPathRoundTrips(t *testing.T) {
@@ -79,6 +84,20 @@ func TestHotPathRoundTrips(t *testing.T) {
 		measure(t, refundCreditedRoundTrip, func() error {
 			_, err := b.refunds.ApplyRefund(ctx, ledger.RefundInput{ProgramID: w.program.ID, TransactionID: txn,
 				AmountCents: 1000, RefundID: "re_rt", Source: ledger.SourceAPI})
+			return err
+		})
+	})
+	t.Run("RefundOfSaleWithoutCommission", func(t *testing.T) {
+		full, _ := b.sold(t, w, 10000)
+		partial, _ := b.sold(t, w, 10000)
+		b.db.MustExec(`DELETE FROM commissions WHERE sale_id IN (SELECT id FROM sales WHERE processor_event_id IN ($1, $2))`, full, partial)
+		measure(t, refundUncommissionedTrips, func() error {
+			_, err := b.refunds.ApplyRefund(ctx, ledger.RefundInput{ProgramID: w.program.ID, TransactionID: full, Source: ledger.SourceAPI})
+			return err
+		})
+		measure(t, refundUncommissionedAmounts, func() error {
+			_, err := b.refunds.ApplyRefund(ctx, ledger.RefundInput{ProgramID: w.program.ID, TransactionID: partial,
+				AmountCents: 1000, Source: ledger.SourceAPI})
 			return err
 		})
 	})

@@ -426,6 +426,31 @@ func TestConcurrentRefunds(t *testing.T) {
 		}
 	})
 
+	t.Run("SaleWithoutCommissionStopsAtItsAmount", func(t *testing.T) {
+		partial, _ := b.sold(t, w, 10000)
+		full, _ := b.sold(t, w, 10000)
+		b.db.MustExec(`DELETE FROM commissions WHERE sale_id IN (SELECT id FROM sales WHERE processor_event_id IN ($1, $2))`, partial, full)
+		var inputs []ledger.RefundInput
+		for i := 0; i < 30; i++ { // 30 × 400 for a sale of 10000: 25 fit
+			inputs = append(inputs, ledger.RefundInput{TransactionID: partial, AmountCents: 400, RefundID: "re_nc_" + strconv.Itoa(i)})
+		}
+		for i := 0; i < 10; i++ {
+			inputs = append(inputs, ledger.RefundInput{TransactionID: full})
+		}
+		if got := statuses(run(t, inputs)); got[ledger.RefundNoCommission+"/"] != len(inputs) {
+			t.Fatalf("outcomes %v", got)
+		}
+		for txn, want := range map[string][2]int64{partial: {10000, 25}, full: {10000, 1}} {
+			var refunded, rows, sum int64
+			b.db.QueryRow(`SELECT refunded_cents FROM sales WHERE processor_event_id = $1`, txn).Scan(&refunded)
+			b.db.QueryRow(`SELECT count(*), COALESCE(SUM(r.amount_cents), 0) FROM refunds r JOIN sales s ON s.id = r.sale_id
+				WHERE s.processor_event_id = $1`, txn).Scan(&rows, &sum)
+			if refunded != want[0] || sum != want[0] || rows != want[1] {
+				t.Fatalf("%s: refunded %d, %d refunds summing to %d; want %d in %d", txn, refunded, rows, sum, want[0], want[1])
+			}
+		}
+	})
+
 	// Every credit and deduction of the partner adds up: three commissions
 	// of 3000 credited, deductions of 3000, 300 and 600.
 	if got := b.balance(t, w.partnerID, ledger.USD); got != 9000-3000-300-600 {

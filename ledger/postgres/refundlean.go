@@ -27,15 +27,27 @@ import (
 
 // The lean refund path's statements, prepared (leanRefundStatements).
 const (
+	// qFindRefundTarget finds the sale ($1, $2) and its commission, with
+	// the partner's balance account locked; a sale without a commission is
+	// locked too (sl: there is no account to take first) and read as the
+	// lock returns it, so that such a refund needs no statement of its own
+	// to lock it.
 	qFindRefundTarget = `
-		SELECT s.id, c.id, c.partner_id, c.currency, a.locked
+		SELECT s.id, c.id, c.partner_id, c.currency, a.locked,
+			sl.program_id, sl.amount_cents, sl.refunded_cents, p.workspace_id
 		FROM sales s
+		JOIN programs p ON p.id = s.program_id
 		LEFT JOIN commissions c ON c.sale_id = s.id
 		LEFT JOIN LATERAL (
 			SELECT true AS locked FROM balance_accounts b
 			WHERE b.partner_id = c.partner_id AND b.currency = c.currency
 			FOR NO KEY UPDATE
 		) a ON true
+		LEFT JOIN LATERAL (
+			SELECT program_id, amount_cents, refunded_cents FROM sales
+			WHERE id = s.id AND c.id IS NULL
+			FOR NO KEY UPDATE
+		) sl ON true
 		WHERE s.program_id = $1 AND s.processor_event_id = $2`
 	qWriteLeanRefund = `
 		WITH sale AS (
@@ -109,16 +121,27 @@ type refundTarget struct {
 	partnerID     sql.NullInt64
 	currency      sql.NullString
 	accountLocked sql.NullBool
+	// The sale as its lock returned it, when it has no commission.
+	lockedSale            refundSale
+	saleLocked            bool
+	lockedSaleWorkspaceID int64
 }
 
 // findRefundTarget finds the sale of a refund in its program and, when it
 // has a commission, locks the partner's balance account in the same
-// statement (first in the lock order). An account that does not exist yet
+// statement (first in the lock order); without one, it locks the sale. An account that does not exist yet
 // is created and locked by lockBalanceAccount.
 func findRefundTarget(ctx context.Context, tx *sqlx.Tx, stmts *preparedStatements, in ledger.RefundInput, now time.Time) (refundTarget, error) {
 	var t refundTarget
+	var programID, amount, refunded, workspaceID sql.NullInt64
 	err := stmts.in(ctx, tx, qFindRefundTarget).QueryRowContext(ctx, in.ProgramID, in.TransactionID).
-		Scan(&t.saleID, &t.commissionID, &t.partnerID, &t.currency, &t.accountLocked)
+		Scan(&t.saleID, &t.commissionID, &t.partnerID, &t.currency, &t.accountLocked,
+			&programID, &amount, &refunded, &workspaceID)
+	if programID.Valid {
+		t.saleLocked = true
+		t.lockedSale = refundSale{id: t.saleID, programID: programID.Int64, amount: amount.Int64, refunded: refunded.Int64}
+		t.lockedSaleWorkspaceID = workspaceID.Int64
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return t, ledger.NewError(ledger.ENotFound, ledger.MsgSaleNotFound)
 	} else if err != nil {
@@ -144,12 +167,21 @@ type lockedRefund struct {
 // lockRefunded locks the sale and then its commission, and reads what the
 // refund decides on. With a commission, the balance account is locked
 // already: every refund of the sale held it before this statement began,
-// so its snapshot sees their refunds. Without one, the earlier refunds
-// are read by a statement of their own, after the sale's lock.
+// so its snapshot sees their refunds. Without one, findRefundTarget
+// locked the sale already, and the earlier refunds (the retry check of a
+// refund with an amount) are read by a statement of their own, after the
+// sale's lock.
 func lockRefunded(ctx context.Context, tx *sqlx.Tx, stmts *preparedStatements, t refundTarget, in ledger.RefundInput) (lockedRefund, error) {
 	var l lockedRefund
 	l.sale.id = t.saleID
 	var reversed, refunded pq.Int64Array
+	if !t.commissionID.Valid && t.saleLocked {
+		// findRefundTarget locked and read the sale.
+		l.sale, l.workspaceID = t.lockedSale, t.lockedSaleWorkspaceID
+		var err error
+		l.retry, err = retryOf(ctx, tx, t.saleID, in)
+		return l, err
+	}
 	if !t.commissionID.Valid {
 		err := tx.QueryRowContext(ctx, `
 			SELECT s.program_id, s.amount_cents, s.refunded_cents, p.workspace_id
