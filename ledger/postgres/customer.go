@@ -112,6 +112,14 @@ const qClickCustomer = `
 		SELECT click.*, customer.* FROM click
 		LEFT JOIN (SELECT * FROM inserted UNION ALL SELECT * FROM existing) customer ON true`
 
+// setGenericPlans makes the rest of a transaction use the generic plans of
+// its prepared statements (see clickCustomer).
+const setGenericPlans = `SET LOCAL plan_cache_mode = force_generic_plan`
+
+// genericPlansKey marks the context of a transaction that has run
+// setGenericPlans already (a batch of sales sets it once for all of them).
+type genericPlansKey struct{}
+
 // clickCustomer is resolveClick then customerForClick, in one round trip
 // for a click already in Postgres (qClickCustomer) unless a concurrent
 // transaction just created its customer. The customer is nil when the
@@ -139,8 +147,10 @@ func clickCustomer(ctx context.Context, tx *sqlx.Tx, stmts *preparedStatements, 
 	// long as running it. Forcing the generic plan for the rest of the
 	// transaction costs one short round trip and spares that; the sale's
 	// later statements have generic plans already.
-	if _, err := tx.ExecContext(ctx, `SET LOCAL plan_cache_mode = force_generic_plan`); err != nil {
-		return nil, nil, err
+	if ctx.Value(genericPlansKey{}) == nil {
+		if _, err := tx.ExecContext(ctx, setGenericPlans); err != nil {
+			return nil, nil, err
+		}
 	}
 	err := stmts.row(ctx, tx, qClickCustomer, clickID, at, programID, now).Scan(
 		&c.OccurredAt, &c.ProgramID, &c.PartnerID, &c.LinkID, &c.IsTest,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -30,6 +31,11 @@ const (
 	// read (SET LOCAL: one short round trip instead of planning anew),
 	// creates the customer and reads its facts.
 	saleByClickRoundTrips   = 7
+	// Three first sales by click id in one batch: BEGIN, then each its
+	// read, its savepoint (the first one also forcing generic plans, in
+	// the same round trip), the click with its new customer, the facts and
+	// the write, then COMMIT.
+	firstSalesBatchTrips = 2 + 3*5
 	refundCreditedRoundTrip = 5
 	refundPendingRoundTrips = 5
 	// A refund of a sale without commission: the statement that finds the
@@ -77,6 +83,19 @@ func TestHotPathRoundTrips(t *testing.T) {
 		measure(t, saleByClickAgainTrips, func() error {
 			_, err := b.sales.RecordSale(ctx, sale{txn: "txn_rt_click_2", clickID: click, amount: 1000}.request(w.program.ID))
 			return err
+		})
+	})
+	t.Run("FirstSalesOfClicksInOneBatch", func(t *testing.T) {
+		var reqs []ledger.SaleRequest
+		for i := 0; i < 3; i++ {
+			reqs = append(reqs, sale{txn: "txn_rt_batch_" + strconv.Itoa(i), clickID: b.MustClick(t, w, w.partnerID), amount: 1000}.request(w.program.ID))
+		}
+		measure(t, firstSalesBatchTrips, func() error {
+			_, errs, batched := b.sales.RecordTogether(ctx, reqs)
+			if batched != len(reqs) {
+				return fmt.Errorf("%d of %d sales batched", batched, len(reqs))
+			}
+			return errors.Join(errs...)
 		})
 	})
 	t.Run("PartialRefundOfCreditedCommission", func(t *testing.T) {

@@ -116,7 +116,10 @@ func (s *SaleService) flushSales(items []*batchedSale) error {
 			strings.Compare(a.sale.ClickID, b.sale.ClickID),
 			strings.Compare(a.sale.TransactionID, b.sale.TransactionID))
 	})
-	err := inOneTransaction(ctx, s.db, items, nil, s.recordInBatch)
+	var plans batchPlans
+	err := inOneTransaction(ctx, s.db, items,
+		func(context.Context, *sqlx.Tx, []*batchedSale) error { plans = batchPlans{}; return nil },
+		func(ctx context.Context, tx *sqlx.Tx, it *batchedSale) error { return s.recordInBatch(ctx, tx, it, &plans) })
 	for _, it := range items {
 		switch {
 		case err != nil:
@@ -132,9 +135,14 @@ func (s *SaleService) flushSales(items []*batchedSale) error {
 	return nil
 }
 
+// batchPlans tells whether a batch's transaction forces generic plans
+// already: its first first sale of a click sets them, in the round trip of
+// its savepoint, for every later one.
+type batchPlans struct{ generic bool }
+
 // recordInBatch records one sale in the batch's transaction, or leaves it
 // to its caller (not done). An error rolls the whole batch back.
-func (s *SaleService) recordInBatch(ctx context.Context, tx *sqlx.Tx, it *batchedSale) error {
+func (s *SaleService) recordInBatch(ctx context.Context, tx *sqlx.Tx, it *batchedSale, plans *batchPlans) error {
 	*it = batchedSale{sale: it.sale, now: it.now} // a retried batch starts afresh
 	if it.sale.IsTest {
 		return nil
@@ -150,10 +158,19 @@ func (s *SaleService) recordInBatch(ctx context.Context, tx *sqlx.Tx, it *batche
 	// click, when it was still in the queue) before it may still be
 	// refused: it runs inside a savepoint, which a refusal rolls back.
 	firstOfClick := sc.customer == nil && it.sale.ClickID != ""
+	setsPlans := false
 	if firstOfClick {
-		if _, err := tx.ExecContext(ctx, `SAVEPOINT batched_sale`); err != nil {
+		// One round trip (no arguments: the simple protocol, which takes
+		// several statements).
+		stmt := `SAVEPOINT batched_sale`
+		if setsPlans = !plans.generic; setsPlans {
+			stmt += "; " + setGenericPlans
+		}
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
 			return err
 		}
+		plans.generic = true
+		ctx = context.WithValue(ctx, genericPlansKey{}, true)
 	}
 	out, err := s.recordWithContext(ctx, tx, it.sale, sc, it.now, true)
 	if it.answer, err = refusal(err); err != nil {
@@ -161,9 +178,11 @@ func (s *SaleService) recordInBatch(ctx context.Context, tx *sqlx.Tx, it *batche
 	}
 	if it.answer != nil {
 		if firstOfClick {
+			// The rollback also undoes a plan setting made in the savepoint.
 			if _, err := tx.ExecContext(ctx, `ROLLBACK TO SAVEPOINT batched_sale`); err != nil {
 				return err
 			}
+			plans.generic = plans.generic && !setsPlans
 		}
 		it.done = true
 		return nil
