@@ -119,7 +119,9 @@ func (s *SaleService) flushSales(items []*batchedSale) error {
 	var plans batchPlans
 	err := inOneTransaction(ctx, s.db, items,
 		func(context.Context, *sqlx.Tx, []*batchedSale) error { plans = batchPlans{}; return nil },
-		func(ctx context.Context, tx *sqlx.Tx, it *batchedSale) error { return s.recordInBatch(ctx, tx, it, &plans) })
+		func(ctx context.Context, tx *sqlx.Tx, it *batchedSale) error {
+			return s.recordInBatch(ctx, tx, it, &plans)
+		})
 	for _, it := range items {
 		switch {
 		case err != nil:
