@@ -28,14 +28,14 @@ const (
 	saleByKeyRoundTrips   = 4
 	saleByClickAgainTrips = 4
 	// A first sale by click id also forces the generic plan of its click
-	// read (SET LOCAL: one short round trip instead of planning anew),
-	// creates the customer and reads its facts.
-	saleByClickRoundTrips = 7
+	// read (SET LOCAL: one short round trip instead of planning anew), and
+	// creates the customer, reading its facts in the same statement.
+	saleByClickRoundTrips = 6
 	// Three first sales by click id in one batch: BEGIN, then each its
 	// read, its savepoint (the first one also forcing generic plans, in
-	// the same round trip), the click with its new customer, the facts and
-	// the write, then COMMIT.
-	firstSalesBatchTrips    = 2 + 3*5
+	// the same round trip), the click with its new customer and its facts,
+	// and the write, then COMMIT.
+	firstSalesBatchTrips    = 2 + 3*4
 	refundCreditedRoundTrip = 5
 	refundPendingRoundTrips = 5
 	// A refund of a sale without commission: the statement that finds the

@@ -187,12 +187,11 @@ func (s *SaleService) recordWithContext(ctx context.Context, tx *sqlx.Tx, sale l
 	if sc.duplicateOf != 0 {
 		return saleOutcome{}, duplicateSale(sc.duplicateOf)
 	}
-	cust, err := s.attribute(ctx, tx, prog, &sale, sc.customer, now)
+	cust, known, err := s.attribute(ctx, tx, prog, &sale, sc.customer, now)
 	if err != nil {
 		return saleOutcome{}, err
 	}
 	if lean {
-		var known *saleFacts
 		if sc.customer != nil {
 			// attribute answered the customer read with the program.
 			known = &sc.facts
@@ -362,39 +361,41 @@ func duplicateOf(ctx context.Context, tx *sqlx.Tx, transactionID string) error {
 // customer read and locked with the program (by customer key, else by
 // click id), else the one its click brings (also a click still in the
 // queue), created and locked, so that the sales of one customer are
-// recorded one at a time.
-func (s *SaleService) attribute(ctx context.Context, tx *sqlx.Tx, prog *ledger.Program, sale *ledger.Sale, known *ledger.Customer, now time.Time) (*ledger.Customer, error) {
+// recorded one at a time. The customer's saleFacts come with it when the
+// statement that found it read them too (nil otherwise, and for known).
+func (s *SaleService) attribute(ctx context.Context, tx *sqlx.Tx, prog *ledger.Program, sale *ledger.Sale, known *ledger.Customer, now time.Time) (*ledger.Customer, *saleFacts, error) {
 	if sale.CustomerKey == "" && sale.ClickID == "" {
-		return nil, ledger.NewError(ledger.EInvalid, ledger.MsgCustomerNotFound)
+		return nil, nil, ledger.NewError(ledger.EInvalid, ledger.MsgCustomerNotFound)
 	}
 	if known != nil {
-		return known, nil
+		return known, nil, nil
 	}
 	notFound := ledger.NewError(ledger.ENoAttribution, ledger.MsgCustomerNotFound)
 	if sale.ClickID == "" {
-		return nil, notFound
+		return nil, nil, notFound
 	}
-	click, cust, err := clickCustomer(ctx, tx, s.lean, prog.ID, sale.ClickID, now)
+	click, cust, facts, err := clickCustomer(ctx, tx, s.lean, prog.ID, sale.ClickID, now)
 	switch {
 	case err == nil && cust == nil:
-		return nil, ledger.NewError(ledger.ENoAttribution, ledger.MsgNoAttribution)
+		return nil, nil, ledger.NewError(ledger.ENoAttribution, ledger.MsgNoAttribution)
 	case err == nil:
-		return cust, nil
+		return cust, facts, nil
 	case ledger.ErrorCode(err) != ledger.ENotFound:
-		return nil, err
+		return nil, nil, err
 	}
 	// Not in Postgres: a click still in the queue is read from the edge's
 	// record of it and written here.
 	click, err = resolveClick(ctx, tx, s.lean, s.pending, sale.ClickID)
 	if ledger.ErrorCode(err) == ledger.ENotFound {
-		return nil, notFound
+		return nil, nil, notFound
 	} else if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if click.ProgramID != prog.ID {
-		return nil, ledger.NewError(ledger.ENoAttribution, ledger.MsgNoAttribution)
+		return nil, nil, ledger.NewError(ledger.ENoAttribution, ledger.MsgNoAttribution)
 	}
-	return customerForClick(ctx, tx, click, now)
+	cust, err = customerForClick(ctx, tx, click, now)
+	return cust, nil, err
 }
 
 // checkEnrolled refuses a partner not actively enrolled in the program.
