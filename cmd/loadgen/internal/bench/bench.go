@@ -215,6 +215,7 @@ func (b *bench) rawBaseline(ctx context.Context) error {
 		return err
 	}
 	defer stack.DropDB(b.cfg.AdminURL, name)
+	b.checkpoint(ctx, fmt.Sprintf("raw sale transaction (%d)", b.rawRound))
 	res, err := rawtx.Run(ctx, rawtx.Options{DSN: dsn, Clients: 16, Partners: 1000, Duration: b.p.raw})
 	if err != nil {
 		return err
