@@ -121,32 +121,31 @@ type refundTarget struct {
 	partnerID     sql.NullInt64
 	currency      sql.NullString
 	accountLocked sql.NullBool
-	// The sale as its lock returned it, when it has no commission.
-	lockedSale            refundSale
-	saleLocked            bool
-	lockedSaleWorkspaceID int64
+	// Without a commission: the sale as its lock returned it, and its
+	// program's workspace.
+	lockedSale  refundSale
+	workspaceID int64
 }
 
 // findRefundTarget finds the sale of a refund in its program and, when it
 // has a commission, locks the partner's balance account in the same
-// statement (first in the lock order); without one, it locks the sale. An account that does not exist yet
-// is created and locked by lockBalanceAccount.
+// statement (first in the lock order); without one, it locks the sale.
+// An account that does not exist yet is created and locked by
+// lockBalanceAccount.
 func findRefundTarget(ctx context.Context, tx *sqlx.Tx, stmts *preparedStatements, in ledger.RefundInput, now time.Time) (refundTarget, error) {
 	var t refundTarget
 	var programID, amount, refunded, workspaceID sql.NullInt64
 	err := stmts.in(ctx, tx, qFindRefundTarget).QueryRowContext(ctx, in.ProgramID, in.TransactionID).
 		Scan(&t.saleID, &t.commissionID, &t.partnerID, &t.currency, &t.accountLocked,
 			&programID, &amount, &refunded, &workspaceID)
-	if programID.Valid {
-		t.saleLocked = true
-		t.lockedSale = refundSale{id: t.saleID, programID: programID.Int64, amount: amount.Int64, refunded: refunded.Int64}
-		t.lockedSaleWorkspaceID = workspaceID.Int64
-	}
-	if errors.Is(err, sql.ErrNoRows) {
+	// No row, or (without a commission) no sale left to lock.
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && !t.commissionID.Valid && !programID.Valid) {
 		return t, ledger.NewError(ledger.ENotFound, ledger.MsgSaleNotFound)
 	} else if err != nil {
 		return t, err
 	}
+	t.lockedSale = refundSale{id: t.saleID, programID: programID.Int64, amount: amount.Int64, refunded: refunded.Int64}
+	t.workspaceID = workspaceID.Int64
 	if t.commissionID.Valid && !t.accountLocked.Valid {
 		err = lockBalanceAccount(ctx, tx, t.partnerID.Int64, ledger.Currency(t.currency.String), now)
 	}
@@ -175,22 +174,10 @@ func lockRefunded(ctx context.Context, tx *sqlx.Tx, stmts *preparedStatements, t
 	var l lockedRefund
 	l.sale.id = t.saleID
 	var reversed, refunded pq.Int64Array
-	if !t.commissionID.Valid && t.saleLocked {
-		// findRefundTarget locked and read the sale.
-		l.sale, l.workspaceID = t.lockedSale, t.lockedSaleWorkspaceID
-		var err error
-		l.retry, err = retryOf(ctx, tx, t.saleID, in)
-		return l, err
-	}
 	if !t.commissionID.Valid {
-		err := tx.QueryRowContext(ctx, `
-			SELECT s.program_id, s.amount_cents, s.refunded_cents, p.workspace_id
-			FROM (SELECT program_id, amount_cents, refunded_cents FROM sales WHERE id = $1 FOR NO KEY UPDATE) s
-			JOIN programs p ON p.id = s.program_id`, t.saleID).
-			Scan(&l.sale.programID, &l.sale.amount, &l.sale.refunded, &l.workspaceID)
-		if err != nil {
-			return l, err
-		}
+		// findRefundTarget locked and read the sale.
+		l.sale, l.workspaceID = t.lockedSale, t.workspaceID
+		var err error
 		l.retry, err = retryOf(ctx, tx, t.saleID, in)
 		return l, err
 	}
