@@ -83,7 +83,7 @@ func (s *RefundService) flushRefunds(items []*batchedRefund) error {
 		it.answered = true
 		return nil
 	}
-	err := inOneTransaction(ctx, s.db, items, orderRefunds, s.applyInBatch)
+	err := inOneTransaction(ctx, s.db, items, s.orderRefunds, s.applyInBatch)
 	for _, it := range items {
 		switch {
 		case err != nil:
@@ -101,14 +101,15 @@ func (s *RefundService) flushRefunds(items []*batchedRefund) error {
 	return nil
 }
 
-// orderRefunds sorts the batch's refunds into their lock order.
-func orderRefunds(ctx context.Context, tx *sqlx.Tx, items []*batchedRefund) error {
+// orderRefunds sorts the batch's refunds into their lock order (one
+// prepared statement: unprepared, Postgres planned it for every batch).
+func (s *RefundService) orderRefunds(ctx context.Context, tx *sqlx.Tx, items []*batchedRefund) error {
 	programs := make([]int64, len(items))
 	txns := make([]string, len(items))
 	for i, it := range items {
 		programs[i], txns[i] = it.in.ProgramID, it.in.TransactionID
 	}
-	rows, err := tx.QueryContext(ctx, qRefundBatchOrder, pq.Array(programs), pq.Array(txns))
+	rows, err := s.lean.in(ctx, tx, qRefundBatchOrder).QueryContext(ctx, pq.Array(programs), pq.Array(txns))
 	if err != nil {
 		return err
 	}

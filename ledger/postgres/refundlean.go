@@ -110,7 +110,7 @@ var (
 
 func leanRefundStatements(db *DB) *preparedStatements {
 	return newPreparedStatements(db, qFindRefundTarget, qLockRefundedByAmount, qLockRefundedByRefundID,
-		qWriteLeanRefund, qFitOpenWithdrawals)
+		qWriteLeanRefund, qFitOpenWithdrawals, qRefundBatchOrder)
 }
 
 // refundTarget is a refunded sale and its commission, found before any
