@@ -65,6 +65,7 @@ func runCmd() *cobra.Command {
 	f.DurationVar(&o.Duration, "duration", 10*time.Second, "how long to send")
 	f.StringVar(&o.DatabaseURL, "database-url", "", "clicks: the edge's DATABASE_URL, to time until every accepted click is in Postgres")
 	f.DurationVar(&o.Settle, "settle", 2*time.Second, "pause after provisioning, so that the worker has written the seed clicks (make bench waits until the worker is idle)")
+	f.IntVar(&o.Programs, "programs", 0, "sales and refunds: spread them over at least this many programs, two seed clicks each (a sale on a click without one is a first sale, which creates the customer)")
 	f.DurationVar(&o.Slow, "slow", 0, "count the answers slower than this by second of the run, to see where a tail comes from")
 	f.StringVar(&o.StripeSecret, "stripe-secret", os.Getenv("STRIPE_WEBHOOK_SECRET"), "stripe: the edge's STRIPE_WEBHOOK_SECRET")
 	return cmd

@@ -36,6 +36,7 @@ type Options struct {
 	StripeSecret  string        // stripe: the edge's STRIPE_WEBHOOK_SECRET
 	Slow          time.Duration // count answers slower than this by second of the run (0: not)
 	Settle        time.Duration // pause between provisioning and the load
+	Programs      int           // sales and refunds: spread over this many programs (0: enough for the key limits)
 	Out           io.Writer
 }
 
@@ -69,6 +70,9 @@ func Run(ctx context.Context, o Options) error {
 		programs = int(expected)/50 + 1 // its sales and its refunds share each key's minute
 	default:
 		return fmt.Errorf("kind must be one of %v", Kinds)
+	}
+	if o.Programs > 0 && (o.Kind == "sale" || o.Kind == "refund") {
+		programs = max(programs, o.Programs)
 	}
 	if o.Kind == "stripe" && o.StripeSecret == "" {
 		return fmt.Errorf("stripe events need the edge's webhook secret (--stripe-secret or STRIPE_WEBHOOK_SECRET)")
