@@ -120,14 +120,6 @@ var qClickCustomer = `
 		FROM click
 		LEFT JOIN (SELECT * FROM inserted UNION ALL SELECT * FROM existing) customer (` + customerNames + `) ON true`
 
-// setGenericPlans makes the rest of a transaction use the generic plans of
-// its prepared statements (see clickCustomer).
-const setGenericPlans = `SET LOCAL plan_cache_mode = force_generic_plan`
-
-// genericPlansKey marks the context of a transaction that has run
-// setGenericPlans already (a batch of sales sets it once for all of them).
-type genericPlansKey struct{}
-
 // clickCustomer is resolveClick then customerForClick, in one round trip
 // for a click already in Postgres (qClickCustomer) unless a concurrent
 // transaction just created its customer; the customer's saleFacts come
@@ -151,18 +143,8 @@ func clickCustomer(ctx context.Context, tx *sqlx.Tx, stmts *preparedStatements, 
 		facts                                 saleFacts
 		saleEndpoints, commissionEndpoints    pq.Int64Array
 	)
-	// The clicks table is partitioned by month, so Postgres plans this
-	// statement anew on every call (a custom plan prunes the partitions
-	// at planning; the cached generic plan, which prunes them when it
-	// starts, looks costlier to it), and planning took three times as
-	// long as running it. Forcing the generic plan for the rest of the
-	// transaction costs one short round trip and spares that; the sale's
-	// later statements have generic plans already.
-	if ctx.Value(genericPlansKey{}) == nil {
-		if _, err := tx.ExecContext(ctx, setGenericPlans); err != nil {
-			return nil, nil, nil, err
-		}
-	}
+	// The generic plan: the sale's first statement forced it for the
+	// transaction (qProgramForSale).
 	err := stmts.row(ctx, tx, qClickCustomer, clickID, at, programID, now,
 		ledger.EventSaleCreated, ledger.EventCommissionCreated).Scan(
 		&c.OccurredAt, &c.ProgramID, &c.PartnerID, &c.LinkID, &c.IsTest,

@@ -27,15 +27,13 @@ const (
 	// BEGIN, the program with the customer and its facts, the write, COMMIT.
 	saleByKeyRoundTrips   = 4
 	saleByClickAgainTrips = 4
-	// A first sale by click id also forces the generic plan of its click
-	// read (SET LOCAL: one short round trip instead of planning anew), and
-	// creates the customer, reading its facts in the same statement.
-	saleByClickRoundTrips = 6
+	// A first sale by click id writes the customer its click brings in
+	// its one write (salefirst.go), so it takes as many.
+	saleByClickRoundTrips = 4
 	// Three first sales by click id in one batch: BEGIN, then each its
-	// read, its savepoint (the first one also forcing generic plans, in
-	// the same round trip), the click with its new customer and its facts,
-	// and the write, then COMMIT.
-	firstSalesBatchTrips    = 2 + 3*4
+	// read and its write, with no savepoint (a refusal writes nothing),
+	// then COMMIT.
+	firstSalesBatchTrips    = 2 + 3*2
 	refundCreditedRoundTrip = 5
 	refundPendingRoundTrips = 5
 	// A refund of a sale without commission: the statement that finds the
@@ -305,6 +303,8 @@ func TestLeanSaleMatchesCarefulSale(t *testing.T) {
 		record func(context.Context, ledger.SaleRequest) (*ledger.SaleResult, error)
 	}
 	paths := []path{{"lean", b.sales.RecordSale}, {"careful", b.sales.RecordSaleCareful}}
+	// A partner enrolled elsewhere only: a sale by its click is refused.
+	elsewhere := b.MustWorld(t, programInput("percent", "10", "USD", 0, 30))
 	programs := []ledger.ProgramInput{
 		programInput("percent", "12.5", "EUR", 0, 30),
 		programInput("fixed", "9.995", "EUR", 0, 30),
@@ -322,12 +322,17 @@ func TestLeanSaleMatchesCarefulSale(t *testing.T) {
 			b.MustCustomerKey(t, w, key)
 			click := b.MustClick(t, w, w.partnerID)
 			orphan := b.MustClick(t, w, 0)
+			stray := b.MustClick(t, w, w.partnerID)
+			b.db.MustExec(`UPDATE clicks SET partner_id = $1 WHERE click_id = $2`, elsewhere.partnerID, stray)
 			txn := p.name + strconv.Itoa(pi)
 			sales := []sale{
 				{txn: txn + "_key1", customerKey: key, amount: 333, currency: "EUR"},
 				{txn: txn + "_key2", customerKey: key, amount: 1999},
 				{txn: txn + "_click", clickID: click, amount: 199999, currency: "VND"},
 				{txn: txn + "_orphan", clickID: orphan, amount: 500},
+				{txn: txn + "_stray", clickID: stray, amount: 700},
+				{txn: txn + "_click2", clickID: click, amount: 800},
+				{txn: txn + "_orphan2", clickID: orphan, amount: 900},
 				{txn: txn + "_key1", customerKey: key, amount: 333},
 			}
 			var answers []string

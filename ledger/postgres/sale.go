@@ -89,6 +89,9 @@ func (s *SaleService) record(ctx context.Context, req ledger.SaleRequest, leanFi
 // recordAlone records a validated sale in a transaction of its own.
 func (s *SaleService) recordAlone(ctx context.Context, sale ledger.Sale, now time.Time, leanFirst bool) (*ledger.SaleResult, error) {
 	out, msgs, err := s.recordInTransaction(ctx, sale, now, leanFirst)
+	if errors.Is(err, errClickCustomerRaced) {
+		out, msgs, err = s.recordInTransaction(ctx, sale, now, leanFirst)
+	}
 	var lean *leanWriteError
 	if errors.As(err, &lean) {
 		s.logger.Warn("lean sale write failed; recording the sale on the careful path",
@@ -174,18 +177,18 @@ func (s *SaleService) recordSale(ctx context.Context, tx *sqlx.Tx, sale ledger.S
 // recordWithContext is recordSale once the sale's context is read.
 func (s *SaleService) recordWithContext(ctx context.Context, tx *sqlx.Tx, sale ledger.Sale, sc saleContext, now time.Time, lean bool) (saleOutcome, error) {
 	prog := sc.program
-	if sale.Currency == "" {
-		sale.Currency = prog.Currency
-	}
-	if sale.AmountCents == 0 {
-		sale.AmountCents = ledger.DefaultTestAmount(sale.Currency)
-	}
+	sale = withDefaults(sale, prog)
 	if sale.IsTest {
 		res, err := s.recordTestSale(ctx, tx, &sale, now)
 		return saleOutcome{result: res}, err
 	}
 	if sc.duplicateOf != 0 {
 		return saleOutcome{}, duplicateSale(sc.duplicateOf)
+	}
+	if lean && sc.customer == nil && sale.ClickID != "" && !sc.firstSaleTried {
+		if out, handled, err := s.recordFirstSaleOfClick(ctx, tx, prog, sale, sc.facts, now); handled {
+			return out, err
+		}
 	}
 	cust, known, err := s.attribute(ctx, tx, prog, &sale, sc.customer, now)
 	if err != nil {
@@ -199,6 +202,18 @@ func (s *SaleService) recordWithContext(ctx context.Context, tx *sqlx.Tx, sale l
 		return s.recordAttributedLean(ctx, tx, prog, sale, cust, known, now)
 	}
 	return s.recordAttributed(ctx, tx, prog, sale, cust, now)
+}
+
+// withDefaults is the sale with the currency and amount it omitted: the
+// program's currency, and the test amount of that currency.
+func withDefaults(sale ledger.Sale, prog *ledger.Program) ledger.Sale {
+	if sale.Currency == "" {
+		sale.Currency = prog.Currency
+	}
+	if sale.AmountCents == 0 {
+		sale.AmountCents = ledger.DefaultTestAmount(sale.Currency)
+	}
+	return sale
 }
 
 // recordAttributed records a real sale of an attributed customer, locked

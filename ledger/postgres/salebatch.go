@@ -23,9 +23,10 @@ import (
 // Only lean sales are batched, and a sale refused with a 4xx (no
 // relationship, duplicate transaction id) leaves nothing behind in the
 // shared transaction: a sale of a customer that already exists writes
-// nothing before it knows its answer, and the first sale of a click,
-// which creates the click's customer first, runs inside a savepoint that
-// its refusal rolls back. Test sales are left out of the batch untouched
+// nothing before it knows its answer, and neither does the first sale of
+// a click already in Postgres, whose one write brings its customer
+// (salefirst.go). Any other sale that creates its customer first runs
+// inside a savepoint that its refusal rolls back. Test sales are left out of the batch untouched
 // and recorded on their own by their callers, in parallel. When anything
 // fails in the batch (a lean write Postgres refuses, a lost connection, a
 // commit that fails), the whole batch is rolled back and every sale of it
@@ -116,12 +117,7 @@ func (s *SaleService) flushSales(items []*batchedSale) error {
 			strings.Compare(a.sale.ClickID, b.sale.ClickID),
 			strings.Compare(a.sale.TransactionID, b.sale.TransactionID))
 	})
-	var plans batchPlans
-	err := inOneTransaction(ctx, s.db, items,
-		func(context.Context, *sqlx.Tx, []*batchedSale) error { plans = batchPlans{}; return nil },
-		func(ctx context.Context, tx *sqlx.Tx, it *batchedSale) error {
-			return s.recordInBatch(ctx, tx, it, &plans)
-		})
+	err := inOneTransaction(ctx, s.db, items, nil, s.recordInBatch)
 	for _, it := range items {
 		switch {
 		case err != nil:
@@ -137,14 +133,9 @@ func (s *SaleService) flushSales(items []*batchedSale) error {
 	return nil
 }
 
-// batchPlans tells whether a batch's transaction forces generic plans
-// already: its first first sale of a click sets them, in the round trip of
-// its savepoint, for every later one.
-type batchPlans struct{ generic bool }
-
 // recordInBatch records one sale in the batch's transaction, or leaves it
 // to its caller (not done). An error rolls the whole batch back.
-func (s *SaleService) recordInBatch(ctx context.Context, tx *sqlx.Tx, it *batchedSale, plans *batchPlans) error {
+func (s *SaleService) recordInBatch(ctx context.Context, tx *sqlx.Tx, it *batchedSale) error {
 	*it = batchedSale{sale: it.sale, now: it.now} // a retried batch starts afresh
 	if it.sale.IsTest {
 		return nil
@@ -155,36 +146,36 @@ func (s *SaleService) recordInBatch(ctx context.Context, tx *sqlx.Tx, it *batche
 		return err
 	}
 	// A known customer's lean sale writes nothing before it knows its
-	// answer, so a refusal leaves nothing in the batch. A sale whose
-	// customer its click must first bring writes that customer (and the
-	// click, when it was still in the queue) before it may still be
-	// refused: it runs inside a savepoint, which a refusal rolls back.
+	// answer, so a refusal leaves nothing in the batch, and so does the
+	// first sale of a click that recordFirstSaleOfClick takes. Any other
+	// sale whose customer its click must first bring writes that customer
+	// (and the click, when it was still in the queue) before it may still
+	// be refused: it runs inside a savepoint, which a refusal rolls back.
 	firstOfClick := sc.customer == nil && it.sale.ClickID != ""
-	setsPlans := false
-	if firstOfClick {
-		// One round trip (no arguments: the simple protocol, which takes
-		// several statements).
-		stmt := `SAVEPOINT batched_sale`
-		if setsPlans = !plans.generic; setsPlans {
-			stmt += "; " + setGenericPlans
-		}
-		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+	var out saleOutcome
+	handled := false
+	if firstOfClick && sc.duplicateOf == 0 {
+		out, handled, err = s.recordFirstSaleOfClick(ctx, tx, sc.program, withDefaults(it.sale, sc.program), sc.facts, it.now)
+		sc.firstSaleTried = !handled
+	}
+	savepoint := firstOfClick && !handled
+	if savepoint {
+		// One round trip (no arguments: the simple protocol).
+		if _, err := tx.ExecContext(ctx, `SAVEPOINT batched_sale`); err != nil {
 			return err
 		}
-		plans.generic = true
-		ctx = context.WithValue(ctx, genericPlansKey{}, true)
 	}
-	out, err := s.recordWithContext(ctx, tx, it.sale, sc, it.now, true)
+	if !handled {
+		out, err = s.recordWithContext(ctx, tx, it.sale, sc, it.now, true)
+	}
 	if it.answer, err = refusal(err); err != nil {
 		return err
 	}
 	if it.answer != nil {
-		if firstOfClick {
-			// The rollback also undoes a plan setting made in the savepoint.
+		if savepoint {
 			if _, err := tx.ExecContext(ctx, `ROLLBACK TO SAVEPOINT batched_sale`); err != nil {
 				return err
 			}
-			plans.generic = plans.generic && !setsPlans
 		}
 		it.done = true
 		return nil

@@ -15,12 +15,13 @@ import (
 )
 
 // The sale endpoint's lean path: everything a real sale needs to know is
-// read before anything is written (program, duplicate and customer by key
-// in one statement, else the customer by click, then enrollment, earlier
-// commissions and webhook endpoints in one), then the sale, its tracking log, the
-// customer's conversion, the platform fee and the commission are written
-// by one statement, and the brand webhooks by one more when the program
-// has endpoints for them. There are no savepoints: when the write fails
+// read before anything is written (program, duplicate, the customer by
+// key or by click with its partner's enrollment, and webhook endpoints in
+// one statement; a customer the click brings now is written with the sale,
+// salefirst.go), then the sale, its tracking log, the customer's
+// conversion, the platform fee and the commission are written by one
+// statement, and the brand webhooks by one more when the program has
+// endpoints for them. There are no savepoints: when the write fails
 // for another reason than a conflict or a cancelled context, the whole
 // transaction is run again on the careful path (recordAttributed), whose
 // savepoints keep the sale when its commission or its tracking log cannot
@@ -31,11 +32,18 @@ import (
 var (
 	// qProgramForSale reads the program ($1), the sale already recorded
 	// with the transaction id ($2), the customer (by key $3, else by click
-	// id $4) locked, and, when there is a customer, the facts the sale
-	// needs about it (saleFacts; $5 and $6 name the events whose webhook
-	// endpoints it lists).
+	// id $4) locked, and the facts the sale needs (saleFacts: whether the
+	// customer's partner is enrolled; $5 and $6 name the events whose
+	// webhook endpoints it lists). It also makes the rest of the
+	// transaction use the generic plans of its prepared statements
+	// (set_config, as SET LOCAL): the statements that read the
+	// partitioned clicks table would otherwise be planned anew on every
+	// call (a custom plan prunes the partitions at planning; the cached
+	// generic plan, which prunes them when it starts, looks costlier to
+	// Postgres), and planning took three times as long as running them.
 	qProgramForSale = `SELECT ` + programColumns + `,
 			(SELECT id FROM sales WHERE processor_event_id = $2) AS duplicate_of,
+			set_config('plan_cache_mode', 'force_generic_plan', true) AS plan_cache_mode,
 			` + saleCustomerColumns + `,
 			EXISTS (SELECT 1 FROM enrollments WHERE program_id = p.id AND status = 'active'
 				AND partner_id = COALESCE(ck.partner_id, cc.partner_id)) AS enrolled,
@@ -124,7 +132,7 @@ const saleCustomerColumns = `COALESCE(ck.id, cc.id) AS customer_id,
 			COALESCE(ck.created_at, cc.created_at) AS customer_created_at`
 
 func leanSaleStatements(db *DB) *preparedStatements {
-	return newPreparedStatements(db, qProgramForSale, qClickByID, qClickCustomer, qSaleFacts, qWriteLeanSale)
+	return newPreparedStatements(db, qProgramForSale, qClickByID, qClickCustomer, qSaleFacts, qWriteLeanSale, qWriteFirstSale)
 }
 
 // leanWriteError is a write of the lean path that failed; the sale is
@@ -144,12 +152,16 @@ type saleContext struct {
 	program     *ledger.Program
 	duplicateOf int64
 	customer    *ledger.Customer
-	facts       saleFacts // of customer, when there is one
+	facts       saleFacts // the program's endpoints; enrolled tells of customer, when there is one
+	// firstSaleTried: recordFirstSaleOfClick did not take the sale, and
+	// it is not tried again.
+	firstSaleTried bool
 }
 
 type saleContextRow struct {
 	programRow
 	DuplicateOf         sql.NullInt64  `db:"duplicate_of"`
+	PlanCacheMode       string         `db:"plan_cache_mode"`
 	CustomerID          sql.NullInt64  `db:"customer_id"`
 	CustomerPartnerID   *int64         `db:"customer_partner_id"`
 	CustomerLinkID      *int64         `db:"customer_link_id"`
@@ -177,7 +189,8 @@ func readSaleContext(ctx context.Context, tx *sqlx.Tx, stmts *preparedStatements
 	} else if err != nil {
 		return saleContext{}, err
 	}
-	sc := saleContext{program: row.program(), duplicateOf: row.DuplicateOf.Int64}
+	sc := saleContext{program: row.program(), duplicateOf: row.DuplicateOf.Int64,
+		facts: saleFacts{saleEndpoints: row.SaleEndpoints, commissionEndpoints: row.CommissionEndpoints}}
 	if row.CustomerID.Valid {
 		sc.customer = &ledger.Customer{
 			ID: row.CustomerID.Int64, ProgramID: programID, PartnerID: row.CustomerPartnerID, LinkID: row.CustomerLinkID,
@@ -185,7 +198,7 @@ func readSaleContext(ctx context.Context, tx *sqlx.Tx, stmts *preparedStatements
 			Status: row.CustomerStatus.String, ProcessorCustomerID: row.CustomerProcessorID.String,
 			FirstPaidAt: row.CustomerFirstPaidAt, IsTest: row.CustomerIsTest.Bool, CreatedAt: row.CustomerCreatedAt.Time.UTC(),
 		}
-		sc.facts = saleFacts{enrolled: row.Enrolled, saleEndpoints: row.SaleEndpoints, commissionEndpoints: row.CommissionEndpoints}
+		sc.facts.enrolled = row.Enrolled
 	}
 	return sc, nil
 }
@@ -315,30 +328,55 @@ func (s *SaleService) recordAttributedLean(ctx context.Context, tx *sqlx.Tx, pro
 	if sale.ClickID == "" {
 		sale.ClickID = cust.ClickID
 	}
-	plan := leanSale{sale: sale, cust: cust, converts: cust.PartnerID != nil}
-	why := ""
-	if plan.converts {
-		plan.firstPaid = sale.OccurredAt
-		if cust.FirstPaidAt != nil && cust.FirstPaidAt.Before(plan.firstPaid) {
-			plan.firstPaid = *cust.FirstPaidAt
-		}
-		plan.fee = platformFee{ratePercent: s.feePercent, amountMinor: ledger.PercentOf(sale.AmountCents, s.feePercent)}
-		var due bool
-		if due, why = ledger.CommissionDue(prog, plan.firstPaid, sale.OccurredAt, false); due {
-			// Due unless the customer earned one before: the write decides.
-			again, _ := ledger.CommissionDue(prog, plan.firstPaid, sale.OccurredAt, true)
-			amount, cur := ledger.CommissionAmount(prog, sale.AmountCents, sale.Currency)
-			plan.commission = &leanCommission{amountMinor: amount, currency: cur, approveAfter: ledger.ApproveAfter(prog, now),
-				firstOnly: !again}
-		}
-	}
+	plan, why := s.planLeanSale(prog, sale, cust, cust.PartnerID != nil, now)
 	written, err := writeLeanSale(ctx, tx, s.lean, plan, now)
 	if err != nil {
-		if isRetryable(err) || ctx.Err() != nil {
-			return saleOutcome{}, err
-		}
-		return saleOutcome{}, &leanWriteError{err: err}
+		return saleOutcome{}, leanFailure(ctx, err)
 	}
+	return leanOutcome(ctx, tx, prog, plan, why, written, facts, now)
+}
+
+// planLeanSale decides what a sale of cust writes besides itself: when it
+// converts (the customer has a partner), the conversion, the platform fee
+// and the commission the program owes, if any (why tells why none).
+func (s *SaleService) planLeanSale(prog *ledger.Program, sale ledger.Sale, cust *ledger.Customer, converts bool, now time.Time) (leanSale, string) {
+	plan := leanSale{sale: sale, cust: cust, converts: converts}
+	if !converts {
+		return plan, ""
+	}
+	plan.firstPaid = sale.OccurredAt
+	if cust.FirstPaidAt != nil && cust.FirstPaidAt.Before(plan.firstPaid) {
+		plan.firstPaid = *cust.FirstPaidAt
+	}
+	plan.fee = platformFee{ratePercent: s.feePercent, amountMinor: ledger.PercentOf(sale.AmountCents, s.feePercent)}
+	due, why := ledger.CommissionDue(prog, plan.firstPaid, sale.OccurredAt, false)
+	if due {
+		// Due unless the customer earned one before: the write decides.
+		again, _ := ledger.CommissionDue(prog, plan.firstPaid, sale.OccurredAt, true)
+		amount, cur := ledger.CommissionAmount(prog, sale.AmountCents, sale.Currency)
+		plan.commission = &leanCommission{amountMinor: amount, currency: cur, approveAfter: ledger.ApproveAfter(prog, now),
+			firstOnly: !again}
+	}
+	return plan, why
+}
+
+// leanFailure is what a failed lean write returns: the error itself when
+// the whole transaction is to run again (isRetryable) or the caller gave
+// up, else a *leanWriteError, so that the sale is recorded again on the
+// careful path.
+func leanFailure(ctx context.Context, err error) error {
+	if isRetryable(err) || ctx.Err() != nil {
+		return err
+	}
+	return &leanWriteError{err: err}
+}
+
+// leanOutcome answers a lean sale once written, and writes its brand
+// webhooks: the duplicate's 409 when the transaction id was taken
+// meanwhile, the sale stored without commission, or the sale and its
+// commission.
+func leanOutcome(ctx context.Context, tx *sqlx.Tx, prog *ledger.Program, plan leanSale, why string, written leanWritten, facts saleFacts, now time.Time) (saleOutcome, error) {
+	sale := plan.sale
 	if !written.inserted {
 		return saleOutcome{}, duplicateOf(ctx, tx, sale.TransactionID)
 	}
