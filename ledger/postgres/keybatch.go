@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
 	"time"
 
 	"github.com/lib/pq"
@@ -31,9 +32,19 @@ const (
 	keyLookupTimeout = 10 * time.Second
 )
 
-// qProgramKeysByHash reads the keys with the given hashes ($1).
-const qProgramKeysByHash = `
+// qProgramKeysByHash reads the keys with the given hashes ($1), and
+// qProgramKeyByHash the key of one hash, a lookup alone (most of them on
+// a system that is not busy). Postgres plans the array statement anew on
+// every call (its custom plan, which knows the array, looks cheaper than
+// the generic one): 0.04 ms of planning for 0.02 ms of running it, found
+// with pg_stat_statements at 1,000 sales a second. The statement of one
+// key keeps its generic plan.
+const (
+	qProgramKeysByHash = `
 		SELECT key_hash, program_id, mode, marked_at, deadline FROM program_keys WHERE key_hash = ANY ($1)`
+	qProgramKeyByHash = `
+		SELECT key_hash, program_id, mode, marked_at, deadline FROM program_keys WHERE key_hash = $1`
+)
 
 // keyLookup is one call's key, and what the batch found (nil: no key has
 // that hash).
@@ -51,11 +62,17 @@ func newKeyLookups(s *ProgramService) *groupcommit.Committer[*keyLookup] {
 func (s *ProgramService) lookupKeys(items []*keyLookup) error {
 	ctx, cancel := context.WithTimeout(context.Background(), keyLookupTimeout)
 	defer cancel()
-	hashes := make(pq.ByteaArray, len(items))
-	for i, it := range items {
-		hashes[i] = it.hash
+	var rows *sql.Rows
+	var err error
+	if len(items) == 1 {
+		rows, err = s.keyLookup.pooled(qProgramKeyByHash).QueryContext(ctx, items[0].hash)
+	} else {
+		hashes := make(pq.ByteaArray, len(items))
+		for i, it := range items {
+			hashes[i] = it.hash
+		}
+		rows, err = s.keyLookup.pooled(qProgramKeysByHash).QueryContext(ctx, hashes)
 	}
-	rows, err := s.keyLookup.pooled(qProgramKeysByHash).QueryContext(ctx, hashes)
 	if err != nil {
 		return err
 	}

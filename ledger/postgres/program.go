@@ -24,7 +24,7 @@ type ProgramService struct {
 
 // NewProgramService returns the program service over db.
 func NewProgramService(db *DB) *ProgramService {
-	s := &ProgramService{db: db, keyLookup: newPreparedStatements(db, qProgramKeysByHash)}
+	s := &ProgramService{db: db, keyLookup: newPreparedStatements(db, qProgramKeysByHash, qProgramKeyByHash)}
 	s.keyLookups = newKeyLookups(s)
 	return s
 }
