@@ -70,6 +70,8 @@ type bench struct {
 	first   map[string]float64 // the first run of each ceiling
 
 	ceilingRound, rawRound int
+	clickRuns              []*load.Result // the click intake runs so far
+	clickTarget            int            // where the click intake's target goes in targets
 }
 
 // Run runs the bench and returns the document it measured; an error

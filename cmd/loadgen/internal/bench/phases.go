@@ -77,6 +77,11 @@ func (b *bench) measureService(ctx context.Context) error {
 	if err := b.sustainedClicks(ctx, n, w); err != nil {
 		return err
 	}
+	b.say("== clicks at max again")
+	b.settle(ctx, "clicks at max (2)")
+	if err := b.clickIntake(ctx, n, w); err != nil {
+		return err
+	}
 	b.say("== Redis AOF")
 	if err := b.aofCost(ctx, w); err != nil {
 		return fmt.Errorf("AOF comparison: %w", err)
@@ -221,7 +226,11 @@ func rateOK(res *load.Result, p99 time.Duration) bool {
 // and how long until every accepted click is in Postgres. The worker is
 // stopped meanwhile, as the enqueue ceiling has no consumer either (the
 // sustained run measures intake and drain together); it starts again
-// when the load stops, and the drain is timed from then.
+// when the load stops, and the drain is timed from then. It runs twice,
+// right after the second ceilings and after the sustained clicks, and
+// the target takes the better run, as each ceiling does: other work on
+// the machine only ever lowers a figure, and the better of two runs on
+// one side only would tilt the ratio.
 func (b *bench) clickIntake(ctx context.Context, n *node, w *world) error {
 	conns := b.cfg.Conns
 	before, err := b.clicksIn(ctx, w.clickMax.ID)
@@ -243,13 +252,30 @@ func (b *bench) clickIntake(ctx context.Context, n *node, w *world) error {
 		note = fmt.Sprintf("worker stopped during the run; only %d of %d accepted clicks in Postgres %s after the load",
 			got-before, res.Success(), took.Round(time.Second))
 	}
-	row := report.Row{Name: "clicks at max", Result: res, Ceiling: "enqueue", Base: b.ceil["enqueue"], Note: note}
+	round := len(b.clickRuns) + 1
+	row := report.Row{Name: fmt.Sprintf("clicks at max (%d)", round), Result: res, Ceiling: "enqueue", Base: b.ceil["enqueue"], Note: note}
 	b.row(row)
-	b.target("click intake", fmt.Sprintf("%.3f× fiber+enqueue (%s), p99 %s, %d of %d 2xx", row.Ratio(), report.Rate(res.Throughput()),
-		report.Ms(res.Latency.Quantile(0.99)), res.Success(), res.Sent),
-		fmt.Sprintf("≥ %.2f×, p99 ≤ %s", clickRatio, report.Ms(clickP99)),
-		row.Ratio() >= clickRatio && res.Latency.Quantile(0.99) <= clickP99 && res.Success() == res.Sent)
-	b.fact("clicks at max vs bare fiber", fmt.Sprintf("%.2f×", res.Throughput()/b.ceil["bare"]))
+	b.clickRuns = append(b.clickRuns, res)
+	if round == 1 {
+		// The target takes its place now and its figure from the better
+		// of the two runs, once the second one has run.
+		b.clickTarget = len(b.targets)
+		b.target("click intake", "", "", false)
+		return nil
+	}
+	best := b.clickRuns[0]
+	for _, r := range b.clickRuns[1:] {
+		if r.Throughput() > best.Throughput() {
+			best = r
+		}
+	}
+	ratio := best.Throughput() / b.ceil["enqueue"]
+	b.targets[b.clickTarget] = report.Target{Name: "click intake",
+		Measured: fmt.Sprintf("%.3f× fiber+enqueue (%s, better of %d runs), p99 %s, %d of %d 2xx", ratio, report.Rate(best.Throughput()),
+			len(b.clickRuns), report.Ms(best.Latency.Quantile(0.99)), best.Success(), best.Sent),
+		Want: fmt.Sprintf("≥ %.2f×, p99 ≤ %s", clickRatio, report.Ms(clickP99)),
+		OK:   ratio >= clickRatio && best.Latency.Quantile(0.99) <= clickP99 && best.Success() == best.Sent}
+	b.fact("clicks at max vs bare fiber", fmt.Sprintf("%.2f× (the better run)", best.Throughput()/b.ceil["bare"]))
 	return nil
 }
 
