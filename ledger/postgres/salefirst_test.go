@@ -34,6 +34,26 @@ func (b *lockedBuffer) String() string {
 	return b.buf.String()
 }
 
+// loggedSales is a sale service over a fresh database whose warnings are
+// kept, to tell whether a sale fell back to the careful path.
+func loggedSales(t *testing.T) (*ledgerBundle, *postgres.SaleService, *lockedBuffer) {
+	t.Helper()
+	b := setupLedger(t, "0")
+	logs := &lockedBuffer{}
+	sales := postgres.NewSaleService(b.db.DB, postgres.SaleOptions{PlatformFeePercent: decimal.Zero,
+		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	return b, sales, logs
+}
+
+// assertStayedLean fails when a sale was recorded again on the careful
+// path (recordAlone warns when it is).
+func assertStayedLean(t *testing.T, logs *lockedBuffer) {
+	t.Helper()
+	if strings.Contains(logs.String(), "careful path") {
+		t.Fatalf("a sale fell back to the careful path:\n%s", logs.String())
+	}
+}
+
 // TestFirstSalesOfOneClickRaceOnTheLeanPath sends first sales of several
 // clicks at once, many per click, so that batches of them race to create
 // each click's customer in the one write of a first sale (salefirst.go).
@@ -41,10 +61,7 @@ func (b *lockedBuffer) String() string {
 // recorded, and none falls back to the careful path (which logs a
 // warning).
 func TestFirstSalesOfOneClickRaceOnTheLeanPath(t *testing.T) {
-	b := setupLedger(t, "0")
-	var logs lockedBuffer
-	sales := postgres.NewSaleService(b.db.DB, postgres.SaleOptions{PlatformFeePercent: decimal.Zero,
-		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	b, sales, logs := loggedSales(t)
 	w := b.MustWorld(t, programInput("fixed", "10", "USD", 0, 30))
 	const clicks, perClick = 4, 12
 	var ids []string
@@ -80,9 +97,7 @@ func TestFirstSalesOfOneClickRaceOnTheLeanPath(t *testing.T) {
 			t.Fatalf("%s = %d, want %d", query, n, want)
 		}
 	}
-	if strings.Contains(logs.String(), "careful path") {
-		t.Fatalf("a sale fell back to the careful path:\n%s", logs.String())
-	}
+	assertStayedLean(t, logs)
 }
 
 // TestFirstSaleThatLosesTheRaceForItsCustomer: while another transaction
@@ -91,10 +106,7 @@ func TestFirstSalesOfOneClickRaceOnTheLeanPath(t *testing.T) {
 // when the other transaction commits, the write fails, and the sale is
 // recorded again on the lean path, as a sale of that customer.
 func TestFirstSaleThatLosesTheRaceForItsCustomer(t *testing.T) {
-	b := setupLedger(t, "0")
-	var logs lockedBuffer
-	sales := postgres.NewSaleService(b.db.DB, postgres.SaleOptions{PlatformFeePercent: decimal.Zero,
-		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	b, sales, logs := loggedSales(t)
 	w := b.MustWorld(t, programInput("fixed", "10", "USD", 0, 30))
 	click := b.MustClick(t, w, w.partnerID)
 	other := b.db.MustBegin()
@@ -130,7 +142,5 @@ func TestFirstSaleThatLosesTheRaceForItsCustomer(t *testing.T) {
 	if n := b.count(t, `SELECT count(*) FROM sales s JOIN customers c ON c.id = s.customer_id WHERE c.click_id = $1`, click); n != 1 {
 		t.Fatalf("%d sales of the click's customer, want 1", n)
 	}
-	if strings.Contains(logs.String(), "careful path") {
-		t.Fatalf("the sale fell back to the careful path:\n%s", logs.String())
-	}
+	assertStayedLean(t, logs)
 }
