@@ -103,18 +103,7 @@ func (s *SaleService) recordFirstSaleOfClick(ctx context.Context, tx *sqlx.Tx, p
 	// Planned as a converting sale; a click without partner turns out not
 	// to convert, and the statement then writes no fee and no commission.
 	plan, why := s.planLeanSale(prog, sale, cust, true, now)
-	var metadata *string
-	if len(sale.Metadata) > 0 {
-		m := string(sale.Metadata)
-		metadata = &m
-	}
-	var commissionAmount *int64
-	var commissionCurrency *string
-	var approveAfter *time.Time
-	if plan.commission != nil {
-		cur := string(plan.commission.currency)
-		commissionAmount, commissionCurrency, approveAfter = &plan.commission.amountMinor, &cur, &plan.commission.approveAfter
-	}
+	commissionAmount, commissionCurrency, approveAfter := plan.commission.args()
 	var (
 		allowed    bool
 		customerID sql.NullInt64
@@ -125,7 +114,7 @@ func (s *SaleService) recordFirstSaleOfClick(ctx context.Context, tx *sqlx.Tx, p
 	err = s.lean.in(ctx, tx, qWriteFirstSale).QueryRowContext(ctx,
 		prog.ID, sale.ClickID, at, sale.TransactionID, sale.AmountCents, string(sale.Currency),
 		sale.SaleType, sale.IsRecurring, sale.Source, sale.Provider, sale.ProviderPaymentID, sale.Livemode,
-		sale.SubscriptionID, sale.ProductID, metadata, sale.OccurredAt, now,
+		sale.SubscriptionID, sale.ProductID, metadataArg(sale), sale.OccurredAt, now,
 		plan.fee.ratePercent, plan.fee.amountMinor, commissionCurrency, commissionAmount, approveAfter).
 		Scan(&cust.PartnerID, &cust.LinkID, &allowed, &customerID, &saleID, &saleAt,
 			&written.commissionID, &written.approveAfter)

@@ -265,6 +265,25 @@ type leanCommission struct {
 	firstOnly bool
 }
 
+// args are the commission's parameters of a lean write: its amount,
+// currency and approval date, all nil when no commission is written.
+func (c *leanCommission) args() (amount *int64, currency *string, approveAfter *time.Time) {
+	if c == nil {
+		return nil, nil, nil
+	}
+	cur := string(c.currency)
+	return &c.amountMinor, &cur, &c.approveAfter
+}
+
+// metadataArg is a sale's metadata as a jsonb parameter (nil: none).
+func metadataArg(s ledger.Sale) *string {
+	if len(s.Metadata) == 0 {
+		return nil
+	}
+	m := string(s.Metadata)
+	return &m
+}
+
 // leanWritten is what the write statement reports: nothing inserted
 // (the transaction id was taken meanwhile), or the stored sale and
 // commission.
@@ -284,30 +303,18 @@ type leanWritten struct {
 // exists.
 func writeLeanSale(ctx context.Context, tx *sqlx.Tx, stmts *preparedStatements, l leanSale, now time.Time) (leanWritten, error) {
 	s, c := l.sale, l.cust
-	var metadata *string
-	if len(s.Metadata) > 0 {
-		m := string(s.Metadata)
-		metadata = &m
-	}
 	var clickID *string
 	var clickAt *time.Time
 	if at, ok := ledger.ClickTime(c.ClickID); ok && l.converts {
 		clickID, clickAt = &c.ClickID, &at
 	}
-	var commissionAmount *int64
-	var commissionCurrency *string
-	var approveAfter *time.Time
-	var firstOnly bool
-	if l.commission != nil {
-		cur := string(l.commission.currency)
-		commissionAmount, commissionCurrency, approveAfter = &l.commission.amountMinor, &cur, &l.commission.approveAfter
-		firstOnly = l.commission.firstOnly
-	}
+	commissionAmount, commissionCurrency, approveAfter := l.commission.args()
+	firstOnly := l.commission != nil && l.commission.firstOnly
 	var w leanWritten
 	err := stmts.in(ctx, tx, qWriteLeanSale).QueryRowContext(ctx,
 		s.ProgramID, c.ID, c.PartnerID, s.TransactionID, s.AmountCents, string(s.Currency),
 		s.SaleType, s.IsRecurring, s.Source, s.ClickID, s.Provider, s.ProviderPaymentID, s.Livemode,
-		s.SubscriptionID, s.ProductID, metadata, s.OccurredAt, now,
+		s.SubscriptionID, s.ProductID, metadataArg(s), s.OccurredAt, now,
 		l.converts, l.firstPaid, clickID, clickAt, l.fee.ratePercent, l.fee.amountMinor,
 		commissionCurrency, commissionAmount, approveAfter, firstOnly).
 		Scan(&w.saleID, &w.occurredAt, &w.clickID, &w.commissionID, &w.approveAfter)
