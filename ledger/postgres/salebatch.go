@@ -28,11 +28,10 @@ import (
 // (salefirst.go). Any other sale that creates its customer first runs
 // inside a savepoint that its refusal rolls back. Test sales are left out
 // of the batch untouched and recorded on their own by their callers, in
-// parallel. When anything
-// fails in the batch (a lean write Postgres refuses, a lost connection, a
-// commit that fails), the whole batch is rolled back and every sale of it
-// is recorded on its own, so a failure answers exactly as it would have
-// alone. A sale is answered only after the transaction that wrote it
+// parallel. When anything fails in the batch (a lean write Postgres
+// refuses, a lost connection, a commit that fails), the whole batch is
+// rolled back and every sale of it is recorded on its own, so a failure
+// answers exactly as it would have alone. A sale is answered only after the transaction that wrote it
 // committed.
 
 const (
