@@ -90,3 +90,9 @@ func (s *RefundService) ApplyTogether(ctx context.Context, ins []ledger.RefundIn
 	}
 	return results, errs, batched
 }
+
+// Statements whose plans the tests check.
+const (
+	QProgramKeysByHash = qProgramKeysByHash
+	QRefundBatchOrder  = qRefundBatchOrder
+)
