@@ -45,8 +45,13 @@ const (
 	// against 2.1–2.5 k/s for a batch started whenever a slot is free),
 	// but it waits no longer than saleBatchLinger while a slot is free: a
 	// sale waiting for a lock must not hold back every sale behind it
-	// (fault/edge-sigterm-under-load).
-	saleBatchesInFlight = 4
+	// (fault/edge-sigterm-under-load). Eight, as many as the pool's
+	// connections: with four, Postgres's backends sat idle in
+	// transaction while the edge sent each batch's statements one by one,
+	// and the cores idled 4 % of the time at max; eight ran 6–20 % more
+	// sales at max, in six of six alternated runs (docs/decisions.md,
+	// "Sixth round"). Batches beyond the pool wait for a connection.
+	saleBatchesInFlight = 8
 	saleBatchLinger     = 5 * time.Millisecond
 	// refundBatchesInFlight is how many batch transactions of refunds run
 	// at once, each started as soon as one of them is free
