@@ -122,6 +122,7 @@ func Run(ctx context.Context, cfg Config) (doc report.Document, err error) {
 	if err := b.measureService(ctx); err != nil {
 		return doc, err
 	}
+	b.fact("this machine's speed", machineSpeed(b.ceil))
 	b.say("")
 	for _, t := range b.targets {
 		fmt.Fprintln(cfg.Out, t.Line())
