@@ -48,9 +48,10 @@ const (
 	// (fault/edge-sigterm-under-load). Eight, as many as the pool's
 	// connections: with four, Postgres's backends sat idle in
 	// transaction while the edge sent each batch's statements one by one,
-	// and the cores idled 4 % of the time at max; eight ran 6–20 % more
-	// sales at max, in six of six alternated runs (docs/decisions.md,
-	// "Sixth round"). Batches beyond the pool wait for a connection.
+	// and the cores idled 4 % of the time at max; eight ran 3–22 % more
+	// sales at max in seven of eight alternated pairs and 27 % fewer in
+	// the eighth, a noise as large as the gain (docs/decisions.md, "Sixth
+	// round"). Batches beyond the pool wait for a connection.
 	saleBatchesInFlight = 8
 	saleBatchLinger     = 5 * time.Millisecond
 	// refundBatchesInFlight is how many batch transactions of refunds run
