@@ -471,7 +471,8 @@ func convertCustomer(ctx context.Context, tx *sqlx.Tx, c *ledger.Customer, first
 	}
 	_, err := tx.ExecContext(ctx, `
 		WITH customer AS (
-			UPDATE customers SET status = 'conversion', first_paid_at = $2, updated_at = $3 WHERE id = $1
+			UPDATE customers SET status = 'conversion', first_paid_at = $2, updated_at = $3
+			WHERE id = $1 AND `+customerChanges("$2")+`
 		), lead AS (
 			UPDATE leads SET converted = true WHERE customer_id = $1 AND NOT converted
 		)

@@ -503,3 +503,60 @@ func recordAtOnce(b *ledgerBundle, n int, req func(i int) ledger.SaleRequest) ([
 	wg.Wait()
 	return results, errs
 }
+
+// A repeat sale leaves its customer's row as it is (no new row version,
+// updated_at kept), on the lean path and on the careful one; a sale dated
+// before the customer's first paid sale still moves first_paid_at back.
+func TestRepeatSaleLeavesTheCustomerAsItIs(t *testing.T) {
+	b := setupLedger(t, "0")
+	ctx := context.Background()
+	w := b.MustWorld(t, programInput("recurring_percent", "10", "USD", 0, 30))
+	type customerRow struct {
+		xmin      string
+		updatedAt time.Time
+		firstPaid time.Time
+	}
+	read := func(key string) customerRow {
+		t.Helper()
+		var r customerRow
+		if err := b.db.QueryRow(`SELECT xmin::text, updated_at, first_paid_at FROM customers WHERE customer_key = $1`, key).
+			Scan(&r.xmin, &r.updatedAt, &r.firstPaid); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	for _, path := range []struct {
+		name   string
+		record func(ledger.SaleRequest) (*ledger.SaleResult, error)
+	}{
+		{"Lean", func(r ledger.SaleRequest) (*ledger.SaleResult, error) { return b.sales.RecordSale(ctx, r) }},
+		{"Careful", func(r ledger.SaleRequest) (*ledger.SaleResult, error) { return b.sales.RecordSaleCareful(ctx, r) }},
+	} {
+		t.Run(path.name, func(t *testing.T) {
+			key := "repeat-" + path.name
+			b.MustCustomerKey(t, w, key)
+			must := func(s sale) {
+				t.Helper()
+				if res, err := path.record(s.request(w.program.ID)); err != nil || res.CommissionID == nil {
+					t.Fatalf("sale %s: %+v, %v", s.txn, res, err)
+				}
+			}
+			must(sale{txn: key + "-1", customerKey: key, amount: 1000})
+			first := read(key)
+			if !first.firstPaid.Equal(b.clock.Now()) {
+				t.Fatalf("first_paid_at %v after the first sale at %v", first.firstPaid, b.clock.Now())
+			}
+			b.clock.Add(time.Hour)
+			must(sale{txn: key + "-2", customerKey: key, amount: 1000})
+			if again := read(key); again != first {
+				t.Fatalf("a repeat sale rewrote the customer: %+v, was %+v", again, first)
+			}
+			earlier := first.firstPaid.Add(-24 * time.Hour)
+			must(sale{txn: key + "-0", customerKey: key, amount: 1000, occurredAt: earlier})
+			moved := read(key)
+			if !moved.firstPaid.Equal(earlier) || moved.xmin == first.xmin || !moved.updatedAt.Equal(b.clock.Now()) {
+				t.Fatalf("a sale dated before the first one: %+v, want first_paid_at %v", moved, earlier)
+			}
+		})
+	}
+}

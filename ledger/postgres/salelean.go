@@ -90,7 +90,7 @@ var (
 			SELECT $1, 'sale', false, $9, NULLIF($4, ''), $18 FROM sale
 		), customer AS (
 			UPDATE customers SET status = 'conversion', first_paid_at = $20, updated_at = $18
-			WHERE id = $2 AND $19 AND EXISTS (SELECT 1 FROM sale)
+			WHERE id = $2 AND $19 AND ` + customerChanges("$20") + ` AND EXISTS (SELECT 1 FROM sale)
 		), lead AS (
 			UPDATE leads SET converted = true
 			WHERE customer_id = $2 AND NOT converted AND $19 AND EXISTS (SELECT 1 FROM sale)
@@ -110,6 +110,15 @@ var (
 		SELECT sale.id, sale.occurred_at, sale.click_id, commission.id, commission.approve_after
 		FROM sale LEFT JOIN commission ON true`
 )
+
+// customerChanges is the condition under which a sale converting a
+// customer (first paid at firstPaid) changes its row: its first sale, or
+// one dated before its first paid sale. A repeat sale leaves the customer
+// as it is, updated_at included (customerByEmail orders by it: the latest
+// lead, not the latest sale), and writes no new row version of it.
+func customerChanges(firstPaid string) string {
+	return `(status IS DISTINCT FROM 'conversion' OR first_paid_at IS DISTINCT FROM ` + firstPaid + `)`
+}
 
 // endpointsFor lists the ids of a program's live webhook endpoints that
 // want an event (SQL expressions of both).
