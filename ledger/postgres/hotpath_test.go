@@ -33,7 +33,10 @@ const (
 	// Three first sales by click id in one batch: BEGIN, then each its
 	// read and its write, with no savepoint (a refusal writes nothing),
 	// then COMMIT.
-	firstSalesBatchTrips    = 2 + 3*2
+	firstSalesBatchTrips = 2 + 3*2
+	// Three repeat sales of known customers in one batch: BEGIN, each its
+	// read, then one write for the three (salemulti.go), then COMMIT.
+	repeatSalesBatchTrips   = 2 + 3 + 1
 	refundCreditedRoundTrip = 5
 	refundPendingRoundTrips = 5
 	// A refund of a sale without commission: the statement that finds the
@@ -89,6 +92,22 @@ func TestHotPathRoundTrips(t *testing.T) {
 			reqs = append(reqs, sale{txn: "txn_rt_batch_" + strconv.Itoa(i), clickID: b.MustClick(t, w, w.partnerID), amount: 1000}.request(w.program.ID))
 		}
 		measure(t, firstSalesBatchTrips, func() error {
+			_, errs, batched := b.sales.RecordTogether(ctx, reqs)
+			if batched != len(reqs) {
+				return fmt.Errorf("%d of %d sales batched", batched, len(reqs))
+			}
+			return errors.Join(errs...)
+		})
+	})
+	t.Run("RepeatSalesOfKnownCustomersInOneBatch", func(t *testing.T) {
+		var reqs []ledger.SaleRequest
+		for i := 0; i < 3; i++ {
+			key := "cust_rt_repeat_" + strconv.Itoa(i)
+			b.MustCustomerKey(t, w, key)
+			b.MustSale(t, w, sale{txn: "txn_rt_repeat_first_" + strconv.Itoa(i), customerKey: key, amount: 1000})
+			reqs = append(reqs, sale{txn: "txn_rt_repeat_" + strconv.Itoa(i), customerKey: key, amount: 1000}.request(w.program.ID))
+		}
+		measure(t, repeatSalesBatchTrips, func() error {
 			_, errs, batched := b.sales.RecordTogether(ctx, reqs)
 			if batched != len(reqs) {
 				return fmt.Errorf("%d of %d sales batched", batched, len(reqs))

@@ -123,7 +123,15 @@ func (s *SaleService) flushSales(items []*batchedSale) error {
 			strings.Compare(a.sale.ClickID, b.sale.ClickID),
 			strings.Compare(a.sale.TransactionID, b.sale.TransactionID))
 	})
-	err := inOneTransaction(ctx, s.db, items, nil, s.recordInBatch)
+	err := s.db.Transact(ctx, func(tx *sqlx.Tx) error {
+		pending := newPendingLeanSales() // afresh when a deadlock runs the batch again
+		for _, it := range items {
+			if err := s.recordInBatch(ctx, tx, it, pending); err != nil {
+				return err
+			}
+		}
+		return s.writePendingSales(ctx, tx, pending)
+	})
 	for _, it := range items {
 		switch {
 		case err != nil:
@@ -139,17 +147,48 @@ func (s *SaleService) flushSales(items []*batchedSale) error {
 	return nil
 }
 
-// recordInBatch records one sale in the batch's transaction, or leaves it
-// to its caller (not done). An error rolls the whole batch back.
-func (s *SaleService) recordInBatch(ctx context.Context, tx *sqlx.Tx, it *batchedSale) error {
+// recordInBatch records one sale in the batch's transaction, adds it to
+// pending (the repeat sale of a customer that exists: written with the
+// others, answered then), or leaves it to its caller (not done). An error
+// rolls the whole batch back.
+func (s *SaleService) recordInBatch(ctx context.Context, tx *sqlx.Tx, it *batchedSale, pending *pendingLeanSales) error {
 	*it = batchedSale{sale: it.sale, now: it.now} // a retried batch starts afresh
 	if it.sale.IsTest {
 		return nil
 	}
-	sc, err := readSaleContext(ctx, tx, s.lean, it.sale.ProgramID, it.sale.TransactionID, it.sale.CustomerKey, it.sale.ClickID)
-	if it.answer, err = refusal(err); it.answer != nil || err != nil {
-		it.done = it.answer != nil
+	read := func() (saleContext, bool, error) {
+		sc, err := readSaleContext(ctx, tx, s.lean, it.sale.ProgramID, it.sale.TransactionID, it.sale.CustomerKey, it.sale.ClickID)
+		if it.answer, err = refusal(err); it.answer != nil || err != nil {
+			it.done = it.answer != nil
+			return saleContext{}, false, err
+		}
+		return sc, true, nil
+	}
+	sc, ok, err := read()
+	if !ok {
 		return err
+	}
+	if pending.touches(it.sale, sc) {
+		// Its customer or transaction id is in a pending write: write it
+		// first, and read the sale's context again after it.
+		if err := s.writePendingSales(ctx, tx, pending); err != nil {
+			return err
+		}
+		if sc, ok, err = read(); !ok {
+			return err
+		}
+	}
+	if sale := withDefaults(it.sale, sc.program); sc.customer != nil && !sc.customer.IsTest && sc.duplicateOf == 0 {
+		planned, err := s.planAttributedLean(ctx, tx, sc.program, sale, sc.customer, &sc.facts, it.now)
+		if it.answer, err = refusal(err); err != nil {
+			return err
+		}
+		if it.answer != nil {
+			it.done = true
+			return nil
+		}
+		pending.add(it, sc.program, planned)
+		return nil
 	}
 	// A known customer's lean sale writes nothing before it knows its
 	// answer, so a refusal leaves nothing in the batch, and so does the

@@ -2,9 +2,15 @@ package postgres_test
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/partnertrack/partnertrack/ledger"
+	"github.com/partnertrack/partnertrack/ledger/postgres"
 )
 
 // TestSalesRecordedTogether records eight sales as one batch of
@@ -110,5 +116,163 @@ func TestFailedSaleBatchIsRecordedSaleBySale(t *testing.T) {
 	}
 	if n := b.count(t, `SELECT count(*) FROM commissions`); n != 2 {
 		t.Fatalf("%d commissions, want 2", n)
+	}
+}
+
+// TestSalesWrittenTogetherMatchSalesAlone records the same repeat sales of
+// existing customers in two identical worlds, one at a time and as one
+// batch (whose group of sales is written by one statement), and finds the
+// same answers and the same rows: a customer's first paid sale (conversion,
+// click converted, commission), a repeat sale of a one-time program (no
+// commission), a customer without partner (stored, refused), a sale dated
+// before the customer's first one, every optional field, and a recurring
+// program's commission, with brand webhooks for all of them.
+func TestSalesWrittenTogetherMatchSalesAlone(t *testing.T) {
+	b := setupLedger(t, "2.5")
+	ctx := context.Background()
+	hooks := postgres.NewWebhookService(b.db.DB, nil)
+	var answers, snapshots [2]string
+	start := b.clock.Now()
+	for i, together := range []bool{false, true} {
+		b.clock.Add(start.Sub(b.clock.Now())) // both worlds at the same times
+		oneTime := b.MustWorld(t, programInput("percent", "12.5", "EUR", 0, 30))
+		recurring := b.MustWorld(t, programInput("recurring_fixed", "3", "USD", 0, 30))
+		for _, w := range []saleWorld{oneTime, recurring} {
+			if _, err := hooks.CreateEndpoint(ctx, w.program.ID, ledger.WebhookInput{
+				URL: ledger.Some("https://93.184.215.14/hooks"), Events: ledger.Some(ledger.WebhookEventTypes)}); err != nil {
+				t.Fatal(err)
+			}
+			for _, key := range []string{"a", "b", "c", "d", "e"} {
+				b.MustCustomerKey(t, w, key)
+			}
+			b.db.MustExec(`UPDATE customers SET updated_at = $2 WHERE program_id = $1`, w.program.ID, start)
+		}
+		b.db.MustExec(`UPDATE customers SET partner_id = NULL WHERE customer_key = 'c' AND program_id = $1`, oneTime.program.ID)
+		earlier := b.clock.Now().Add(-48 * time.Hour)
+		txn := func(id string) string { return strconv.Itoa(i) + "_" + id } // transaction ids are the platform's
+		for j, w := range []saleWorld{oneTime, recurring} {
+			b.MustSale(t, w, sale{txn: txn(strconv.Itoa(j) + "before_b"), customerKey: "b", amount: 1000})
+			b.MustSale(t, w, sale{txn: txn(strconv.Itoa(j) + "before_d"), customerKey: "d", amount: 1000})
+		}
+		b.clock.Add(time.Minute)
+		full := sale{txn: txn("e1"), customerKey: "e", amount: 4200, currency: "USD"}.request(oneTime.program.ID)
+		full.Provider, full.ProviderPaymentID, full.Livemode = ledger.Some("stripe"), ledger.Some("pi_123"), ledger.Some(false)
+		full.SaleType, full.IsRecurring = ledger.Some(ledger.SaleTypeSubscription), ledger.Some(true)
+		full.SubscriptionID, full.ProductID, full.EventName = ledger.Some("sub_9"), ledger.Some("prod_7"), ledger.Some("renewal \"q\"")
+		// In the order a batch writes them: program, then customer key.
+		reqs := []ledger.SaleRequest{
+			sale{txn: txn("a1"), customerKey: "a", amount: 1999}.request(oneTime.program.ID),
+			sale{txn: txn("b1"), customerKey: "b", amount: 500}.request(oneTime.program.ID),
+			sale{txn: txn("c1"), customerKey: "c", amount: 700}.request(oneTime.program.ID),
+			sale{txn: txn("d1"), customerKey: "d", amount: 800, occurredAt: earlier}.request(oneTime.program.ID),
+			full,
+			sale{txn: txn("r_a1"), customerKey: "a", amount: 100}.request(recurring.program.ID),
+			sale{txn: txn("r_b1"), customerKey: "b", amount: 200}.request(recurring.program.ID),
+		}
+		var described []string
+		if together {
+			results, errs, batched := b.sales.RecordTogether(ctx, reqs)
+			if batched != len(reqs) {
+				t.Fatalf("%d of %d sales recorded by the batch", batched, len(reqs))
+			}
+			for j := range reqs {
+				described = append(described, describeSale(results[j], errs[j]))
+			}
+		} else {
+			for _, r := range reqs {
+				described = append(described, describeSale(b.sales.RecordSale(ctx, r)))
+			}
+		}
+		answers[i] = strings.Join(described, "\n")
+		snapshots[i] = b.saleSnapshot(t, oneTime) + "\n" + b.saleSnapshot(t, recurring)
+	}
+	if answers[0] != answers[1] {
+		t.Fatalf("answers alone:\n%s\ntogether:\n%s", answers[0], answers[1])
+	}
+	if snapshots[0] != snapshots[1] {
+		t.Fatalf("rows alone:\n%s\ntogether:\n%s", snapshots[0], snapshots[1])
+	}
+	for _, want := range []string{describeSale(&ledger.SaleResult{CommissionID: new(int64), Message: ledger.MsgSaleRecorded}, nil),
+		describeSale(&ledger.SaleResult{Message: ledger.MsgSaleNotFirst}, nil), "error " + ledger.ENoAttribution} {
+		if !strings.Contains(answers[1], want) {
+			t.Fatalf("no answer %q among:\n%s", want, answers[1])
+		}
+	}
+	var meta json.RawMessage
+	b.db.QueryRow(`SELECT metadata FROM sales WHERE processor_event_id = '1_e1'`).Scan(&meta)
+	if !strings.Contains(string(meta), `renewal \"q\"`) {
+		t.Fatalf("metadata of the batched sale: %s", meta)
+	}
+}
+
+// TestSaleRacedInTheGroupWriteIsADuplicate: a sale whose transaction id
+// another transaction inserts between its read and the group's write gets
+// the 409 of that sale, and writes nothing, while the group's other sale
+// is stored as usual.
+func TestSaleRacedInTheGroupWriteIsADuplicate(t *testing.T) {
+	b := setupLedger(t, "0")
+	ctx := context.Background()
+	w := b.MustWorld(t, programInput("percent", "10", "USD", 0, 30))
+	racer := b.MustCustomerKey(t, w, "race_other")
+	b.MustCustomerKey(t, w, "race_a")
+	b.MustCustomerKey(t, w, "race_b")
+	other, err := b.db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Rollback()
+	var racedID int64
+	if err := other.QueryRow(`INSERT INTO sales (program_id, customer_id, processor_event_id, amount_cents, currency, source, occurred_at)
+		VALUES ($1, $2, 'race_1', 100, 'USD', 'api', now()) RETURNING id`, w.program.ID, racer).Scan(&racedID); err != nil {
+		t.Fatal(err)
+	}
+	type outcome struct {
+		results []*ledger.SaleResult
+		errs    []error
+		batched int
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		r, e, n := b.sales.RecordTogether(ctx, []ledger.SaleRequest{
+			sale{txn: "race_1", customerKey: "race_a", amount: 1000}.request(w.program.ID),
+			sale{txn: "race_2", customerKey: "race_b", amount: 1000}.request(w.program.ID),
+		})
+		done <- outcome{r, e, n}
+	}()
+	// The group's write waits for the other transaction's race_1.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if b.count(t, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the group's write never waited for the other transaction")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := other.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	got := <-done
+	if got.batched != 2 {
+		t.Fatalf("%d of 2 sales recorded by the batch", got.batched)
+	}
+	assertCode(t, got.errs[0], ledger.EDuplicateTransaction, ledger.MsgDuplicateTransaction)
+	var e *ledger.Error
+	if !errors.As(got.errs[0], &e) || e.Details["sale_id"] != racedID {
+		t.Fatalf("409 details %+v, want sale_id %d", e, racedID)
+	}
+	if got.errs[1] != nil || got.results[1].CommissionID == nil {
+		t.Fatalf("the group's other sale: %+v, %v", got.results[1], got.errs[1])
+	}
+	for query, want := range map[string]int{
+		`SELECT count(*) FROM sales WHERE processor_event_id = 'race_1'`:                         1,
+		`SELECT count(*) FROM tracking_logs WHERE reference = 'race_1'`:                          0,
+		`SELECT count(*) FROM customers WHERE customer_key = 'race_a' AND status = 'conversion'`: 0,
+		`SELECT count(*) FROM commissions`:                                                       1,
+		`SELECT count(*) FROM platform_fees`:                                                     1,
+	} {
+		if n := b.count(t, query); n != want {
+			t.Fatalf("%s = %d, want %d", query, n, want)
+		}
 	}
 }

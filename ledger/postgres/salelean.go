@@ -148,7 +148,7 @@ const saleCustomerColumns = `COALESCE(ck.id, cc.id) AS customer_id,
 			COALESCE(ck.created_at, cc.created_at) AS customer_created_at`
 
 func leanSaleStatements(db *DB) *preparedStatements {
-	return newPreparedStatements(db, qProgramForSale, qClickByID, qClickCustomer, qSaleFacts, qWriteLeanSale, qWriteFirstSale)
+	return newPreparedStatements(db, qProgramForSale, qClickByID, qClickCustomer, qSaleFacts, qWriteLeanSale, qWriteLeanSales, qWriteFirstSale)
 }
 
 // leanWriteError is a write of the lean path that failed; the sale is
@@ -341,22 +341,42 @@ func (s *SaleService) recordAttributedLean(ctx context.Context, tx *sqlx.Tx, pro
 	if cust.IsTest {
 		return s.recordTestCustomerSale(ctx, tx, sale, cust, now)
 	}
-	facts, err := s.factsOf(ctx, tx, prog, cust, known)
+	w, err := s.planAttributedLean(ctx, tx, prog, sale, cust, known, now)
 	if err != nil {
 		return saleOutcome{}, err
 	}
+	written, err := writeLeanSale(ctx, tx, s.lean, w.plan, now)
+	if err != nil {
+		return saleOutcome{}, leanFailure(ctx, err)
+	}
+	return leanOutcome(ctx, tx, prog, w.plan, w.why, written, w.facts, now)
+}
+
+// plannedLeanSale is a lean sale of an attributed customer, decided and
+// not written yet: what its write stores, why it earns no commission (when
+// it earns none), and the facts its brand events need.
+type plannedLeanSale struct {
+	plan  leanSale
+	why   string
+	facts saleFacts
+}
+
+// planAttributedLean decides a real sale of cust (not a test customer)
+// without writing anything. Errors: ENoAttribution (the customer's partner
+// is not enrolled in the program).
+func (s *SaleService) planAttributedLean(ctx context.Context, tx *sqlx.Tx, prog *ledger.Program, sale ledger.Sale, cust *ledger.Customer, known *saleFacts, now time.Time) (plannedLeanSale, error) {
+	facts, err := s.factsOf(ctx, tx, prog, cust, known)
+	if err != nil {
+		return plannedLeanSale{}, err
+	}
 	if cust.PartnerID != nil && !facts.enrolled {
-		return saleOutcome{}, ledger.NewError(ledger.ENoAttribution, ledger.MsgNoRelationship)
+		return plannedLeanSale{}, ledger.NewError(ledger.ENoAttribution, ledger.MsgNoRelationship)
 	}
 	if sale.ClickID == "" {
 		sale.ClickID = cust.ClickID
 	}
 	plan, why := s.planLeanSale(prog, sale, cust, cust.PartnerID != nil, now)
-	written, err := writeLeanSale(ctx, tx, s.lean, plan, now)
-	if err != nil {
-		return saleOutcome{}, leanFailure(ctx, err)
-	}
-	return leanOutcome(ctx, tx, prog, plan, why, written, facts, now)
+	return plannedLeanSale{plan: plan, why: why, facts: facts}, nil
 }
 
 // planLeanSale decides what a sale of cust writes besides itself: when it
