@@ -29,6 +29,7 @@ import (
 	_ "github.com/lib/pq" // the Postgres driver
 
 	"github.com/partnertrack/partnertrack/cmd/loadgen/internal/ceiling"
+	"github.com/partnertrack/partnertrack/cmd/loadgen/internal/cpustat"
 	"github.com/partnertrack/partnertrack/cmd/loadgen/internal/drive"
 	"github.com/partnertrack/partnertrack/cmd/loadgen/internal/httpc"
 	"github.com/partnertrack/partnertrack/cmd/loadgen/internal/load"
@@ -69,6 +70,8 @@ type bench struct {
 	ceil    map[string]float64 // the best run of each ceiling so far
 	first   map[string]float64 // the first run of each ceiling
 
+	cpu *cpustat.Sampler // the machine's CPU times, for the share the hypervisor took
+
 	ceilingRound, rawRound int
 	clickRuns              []*load.Result // the click intake runs so far
 	clickTarget            int            // where the click intake's target goes in targets
@@ -94,6 +97,9 @@ func Run(ctx context.Context, cfg Config) (doc report.Document, err error) {
 			err = cerr
 		}
 	}()
+	sampling, stopSampling := context.WithCancel(ctx)
+	defer stopSampling()
+	b.cpu = cpustat.Start(sampling, 250*time.Millisecond)
 	loadStart := loadAverage()
 	defer func() {
 		if err == nil {
@@ -123,6 +129,9 @@ func Run(ctx context.Context, cfg Config) (doc report.Document, err error) {
 		return doc, err
 	}
 	b.fact("this machine's speed", machineSpeed(b.ceil))
+	if spent, ok := b.cpu.Between(start, time.Now()); ok {
+		b.fact("CPU taken by the hypervisor", stolen(spent.StealShare()))
+	}
 	b.say("")
 	for _, t := range b.targets {
 		fmt.Fprintln(cfg.Out, t.Line())
@@ -143,7 +152,15 @@ func (b *bench) fact(name, value string) {
 	b.say("%-28s %s", name, value)
 }
 
+// row records a measured row; when the hypervisor took a noticeable
+// share of the CPU while it ran (steal time), its note says so.
 func (b *bench) row(r report.Row) {
+	if r.Result != nil && !r.Result.Started.IsZero() {
+		spent, ok := b.cpu.Between(r.Result.Started, r.Result.Started.Add(r.Result.Elapsed))
+		if share := spent.StealShare(); ok && share >= noticeableSteal {
+			r.Note = strings.TrimPrefix(r.Note+"; "+stolen(share), "; ")
+		}
+	}
 	b.rows = append(b.rows, r)
 	b.say("%s", r.Line())
 }

@@ -17,7 +17,18 @@ const (
 // ask a slower machine for a larger share of its cores.
 func machineSpeed(ceil map[string]float64) string {
 	return fmt.Sprintf("bare fiber %.2f×, fiber+enqueue %.2f×, raw sale transaction %.2f× the issue's figures "+
-		"(83 k req/s, 27 k req/s, 2.6 k tx/s; the first two with wrk, which reads about 10 %% above this load generator); "+
+		"(83 k req/s, 27 k req/s, 2.6 k tx/s; the first two with wrk, which read 10–35 %% above this load generator side by side); "+
 		"the fixed-rate targets ask a slower machine for a larger share of its cores",
 		ceil["bare"]/issueBare, ceil["enqueue"]/issueEnqueue, ceil["raw"]/issueRaw)
+}
+
+// noticeableSteal is the share of the CPU stolen by the hypervisor above
+// which a row's note says so.
+const noticeableSteal = 0.02
+
+// stolen tells the share of the machine's CPU time the hypervisor gave to
+// other guests (steal time in /proc/stat): time the service and the load
+// generator were ready to run and did not.
+func stolen(share float64) string {
+	return fmt.Sprintf("the hypervisor took %.0f %% of the CPU time (steal)", 100*share)
 }

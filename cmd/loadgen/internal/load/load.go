@@ -60,6 +60,7 @@ type Options struct {
 type Result struct {
 	Rate     float64 // the requested rate; 0 in max mode
 	Workers  int
+	Started  time.Time
 	Elapsed  time.Duration // from the start to the last answer
 	Latency  *hist.Histogram
 	Status   map[int]int64 // by HTTP status; 0 counts transport errors
@@ -206,7 +207,7 @@ func Run(ctx context.Context, opts Options, do Do) *Result {
 		}()
 	}
 	wg.Wait()
-	res := &Result{Rate: opts.Rate, Workers: opts.Workers, Latency: hist.New(), Status: make(map[int]int64),
+	res := &Result{Rate: opts.Rate, Workers: opts.Workers, Started: start, Latency: hist.New(), Status: make(map[int]int64),
 		SlowBySecond: make(map[int64]int64)}
 	last := start
 	for _, st := range states {
