@@ -29,7 +29,10 @@ import (
 // text element is NULL where qWriteLeanSale says NULLIF). It returns one
 // row per sale, in their order: the ids are NULL when its transaction id
 // was taken meanwhile, the commission's when it wrote none. The sales
-// name distinct customers and transaction ids (pendingLeanSales).
+// name distinct customers and transaction ids (pendingLeanSales). A change
+// to what qWriteLeanSale writes is made here too:
+// TestSalesWrittenTogetherMatchSalesAlone compares the rows of both,
+// column by column.
 var qWriteLeanSales = `
 		WITH input AS (
 			SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::text[], $5::bigint[], $6::text[],
