@@ -129,7 +129,7 @@ func Run(ctx context.Context, cfg Config) (doc report.Document, err error) {
 		return doc, err
 	}
 	b.fact("this machine's speed", machineSpeed(b.ceil))
-	if spent, ok := b.cpu.Between(start, time.Now()); ok {
+	if spent, ok := b.cpu.Total(); ok {
 		b.fact("CPU taken by the hypervisor", stolen(spent.StealShare()))
 	}
 	b.say("")

@@ -132,3 +132,15 @@ func (s *Sampler) Between(from, to time.Time) (Times, bool) {
 	}
 	return s.samples[last].t.Sub(s.samples[first].t), true
 }
+
+// Total is the CPU time spent from the first sample to now; false when
+// nothing was sampled.
+func (s *Sampler) Total() (Times, bool) {
+	s.take()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.samples) < 2 {
+		return Times{}, false
+	}
+	return s.samples[len(s.samples)-1].t.Sub(s.samples[0].t), true
+}

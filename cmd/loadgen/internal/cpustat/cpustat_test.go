@@ -42,4 +42,8 @@ func TestSamplerCoversASpanOfItsSampling(t *testing.T) {
 	if _, ok := s.Between(from.Add(-time.Hour), time.Now()); ok {
 		t.Fatal("a span that starts before the first sample is covered")
 	}
+	total, ok := s.Total()
+	if !ok || total.Busy+total.Idle+total.Steal < spent.Busy+spent.Idle+spent.Steal {
+		t.Fatalf("total since the first sample %+v (%v), less than a span inside it %+v", total, ok, spent)
+	}
 }
