@@ -218,3 +218,17 @@ func assertCode(tb testing.TB, err error, code, msg string) {
 		tb.Fatalf("err = %v, want %s %q", err, code, msg)
 	}
 }
+
+// waitForLockWait waits until a session of the test's database waits for
+// a lock (a call in flight has met another transaction's row), and fails
+// with why after ten seconds.
+func (b *ledgerBundle) waitForLockWait(tb testing.TB, why string) {
+	tb.Helper()
+	for deadline := time.Now().Add(10 * time.Second); b.count(tb, `SELECT count(*) FROM pg_stat_activity
+		WHERE datname = current_database() AND wait_event_type = 'Lock'`) == 0; {
+		if time.Now().After(deadline) {
+			tb.Fatal(why)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

@@ -239,16 +239,7 @@ func TestSaleRacedInTheGroupWriteIsADuplicate(t *testing.T) {
 		})
 		done <- outcome{r, e, n}
 	}()
-	// The group's write waits for the other transaction's race_1.
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		if b.count(t, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`) > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the group's write never waited for the other transaction")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	b.waitForLockWait(t, "the group's write never waited for the other transaction's race_1")
 	if err := other.Commit(); err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/shopspring/decimal"
 
@@ -122,13 +121,7 @@ func TestFirstSaleThatLosesTheRaceForItsCustomer(t *testing.T) {
 		res, err := sales.RecordSale(context.Background(), sale{txn: "race_lost", clickID: click, amount: 500}.request(w.program.ID))
 		done <- answer{res, err}
 	}()
-	for deadline := time.Now().Add(10 * time.Second); b.count(t, `SELECT count(*) FROM pg_stat_activity
-		WHERE datname = current_database() AND wait_event_type = 'Lock'`) == 0; {
-		if time.Now().After(deadline) {
-			t.Fatal("the sale never waited for the other transaction's customer")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	b.waitForLockWait(t, "the sale never waited for the other transaction's customer")
 	if err := other.Commit(); err != nil {
 		t.Fatal(err)
 	}
