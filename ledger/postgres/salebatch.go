@@ -178,17 +178,8 @@ func (s *SaleService) recordInBatch(ctx context.Context, tx *sqlx.Tx, it *batche
 			return err
 		}
 	}
-	if sale := withDefaults(it.sale, sc.program); sc.customer != nil && !sc.customer.IsTest && sc.duplicateOf == 0 {
-		planned, err := s.planAttributedLean(ctx, tx, sc.program, sale, sc.customer, &sc.facts, it.now)
-		if it.answer, err = refusal(err); err != nil {
-			return err
-		}
-		if it.answer != nil {
-			it.done = true
-			return nil
-		}
-		pending.add(it, sc.program, planned)
-		return nil
+	if sc.customer != nil && !sc.customer.IsTest && sc.duplicateOf == 0 {
+		return s.planInBatch(ctx, tx, it, sc, pending)
 	}
 	// A known customer's lean sale writes nothing before it knows its
 	// answer, so a refusal leaves nothing in the batch, and so does the
@@ -232,6 +223,22 @@ func (s *SaleService) recordInBatch(ctx context.Context, tx *sqlx.Tx, it *batche
 		}
 	}
 	it.done, it.out, it.msgs = true, out, msgs
+	return nil
+}
+
+// planInBatch decides the repeat sale of a real customer that exists
+// (read with sc) and adds it to the pending group, or answers its refusal
+// at once (nothing is written before it).
+func (s *SaleService) planInBatch(ctx context.Context, tx *sqlx.Tx, it *batchedSale, sc saleContext, pending *pendingLeanSales) error {
+	planned, err := s.planAttributedLean(ctx, tx, sc.program, withDefaults(it.sale, sc.program), sc.customer, &sc.facts, it.now)
+	if it.answer, err = refusal(err); err != nil {
+		return err
+	}
+	if it.answer != nil {
+		it.done = true
+		return nil
+	}
+	pending.add(it, sc.program, planned)
 	return nil
 }
 
