@@ -54,22 +54,34 @@ func Namespace(tb testing.TB, c *redis.Client) tasks.Namespace {
 	rand.Read(b)
 	ns := tasks.Namespace("t" + hex.EncodeToString(b) + ":")
 	tb.Cleanup(func() {
+		ctx := context.Background()
 		insp := asynq.NewInspectorFromRedisClient(c)
 		for q := range tasks.AllQueues {
+			// DeleteQueue refuses a queue with a task still active (a test
+			// that ended mid-task): the scan below takes its keys anyway.
 			insp.DeleteQueue(ns.Queue(q), true)
+			c.SRem(ctx, "asynq:queues", ns.Queue(q))
 		}
-		ctx := context.Background()
-		iter := c.Scan(ctx, 0, ns.Key("*"), 1000).Iterator()
-		var keys []string
-		for iter.Next(ctx) {
-			if keys = append(keys, iter.Val()); len(keys) == 1000 {
-				c.Unlink(ctx, keys...)
-				keys = keys[:0]
-			}
-		}
-		if len(keys) > 0 {
-			c.Unlink(ctx, keys...)
-		}
+		unlinkMatching(ctx, c, ns.Key("*"))
+		// asynq's own keys of the namespace's queues: task hashes of a
+		// queue DeleteQueue refused, and the processed/failed counters it
+		// leaves behind.
+		unlinkMatching(ctx, c, "asynq:{"+string(ns)+"*")
 	})
 	return ns
+}
+
+// unlinkMatching unlinks every key matching the glob pattern.
+func unlinkMatching(ctx context.Context, c *redis.Client, pattern string) {
+	iter := c.Scan(ctx, 0, pattern, 1000).Iterator()
+	var keys []string
+	for iter.Next(ctx) {
+		if keys = append(keys, iter.Val()); len(keys) == 1000 {
+			c.Unlink(ctx, keys...)
+			keys = keys[:0]
+		}
+	}
+	if len(keys) > 0 {
+		c.Unlink(ctx, keys...)
+	}
 }
