@@ -251,3 +251,76 @@ func TestWithdrawals(t *testing.T) {
 		}
 	})
 }
+
+// TestCommissionPaidByHandIsNeverPaidTwice: marking a commission paid pays
+// at most what the balance holds and lowers the open withdrawals to fit,
+// so a withdrawal and a commission paid by hand never pay the same money
+// twice.
+func TestCommissionPaidByHandIsNeverPaidTwice(t *testing.T) {
+	b := setupLedger(t, "0")
+	ctx := context.Background()
+	usd := ledger.USD
+
+	t.Run("OpenWithdrawalLoweredToFit", func(t *testing.T) {
+		w := b.MustWorld(t, programInput("percent", "10", "USD", 0, 30))
+		_, c1 := b.approved(t, w, 10000) // 1000
+		_, _ = b.approved(t, w, 10000)   // 1000
+		wd, err := b.balances.CreateWithdrawal(ctx, w.partnerID, usd, 1500)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.balances.MarkCommissionPaid(ctx, c1); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := b.balances.Withdrawal(ctx, wd.ID)
+		if got.Status != ledger.WithdrawalOpen || got.AmountMinor != 1000 {
+			t.Fatalf("withdrawal after the commission paid by hand = %+v, want open for 1000", got)
+		}
+		if _, err := b.balances.MarkWithdrawalPaid(ctx, wd.ID); err != nil {
+			t.Fatal(err)
+		}
+		if bal := b.balance(t, w.partnerID, usd); bal != 0 {
+			t.Fatalf("balance %d after paying 2000 earned, want 0", bal)
+		}
+	})
+
+	t.Run("WithdrawalCancelledWhenNothingIsLeft", func(t *testing.T) {
+		w := b.MustWorld(t, programInput("percent", "10", "USD", 0, 30))
+		_, cid := b.approved(t, w, 10000) // 1000
+		wd, err := b.balances.CreateWithdrawal(ctx, w.partnerID, usd, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.balances.MarkCommissionPaid(ctx, cid); err != nil {
+			t.Fatal(err)
+		}
+		_, err = b.balances.MarkWithdrawalPaid(ctx, wd.ID)
+		assertCode(t, err, ledger.EConflict, ledger.MsgWithdrawalCancelled)
+		if bal := b.balance(t, w.partnerID, usd); bal != 0 {
+			t.Fatalf("balance %d, want 0", bal)
+		}
+	})
+
+	t.Run("PartlyPaidByAWithdrawal", func(t *testing.T) {
+		// A paid withdrawal of 1500 covers the first commission whole and
+		// 500 of the second, which stays approved: paying it by hand pays
+		// the 500 left, not its 1000.
+		w := b.MustWorld(t, programInput("percent", "10", "USD", 0, 30))
+		_, _ = b.approved(t, w, 10000)
+		_, c2 := b.approved(t, w, 10000)
+		wd, err := b.balances.CreateWithdrawal(ctx, w.partnerID, usd, 1500)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.balances.MarkWithdrawalPaid(ctx, wd.ID); err != nil {
+			t.Fatal(err)
+		}
+		c, err := b.balances.MarkCommissionPaid(ctx, c2)
+		if err != nil || c.Status != ledger.CommissionPaid {
+			t.Fatalf("mark paid: %+v, %v", c, err)
+		}
+		if bal := b.balance(t, w.partnerID, usd); bal != 0 {
+			t.Fatalf("balance %d after paying 2000 earned, want 0", bal)
+		}
+	})
+}

@@ -124,7 +124,12 @@ func (s *BalanceService) ApproveCommission(ctx context.Context, id int64) (c *le
 }
 
 // MarkCommissionPaid pays a commission out: approved first when pending,
-// then a payout entry takes its amount out of the balance.
+// then a payout entry takes its amount out of the balance, but never more
+// than the balance holds (a paid withdrawal may already have paid part of
+// it, a refund may have left the partner owing), and the open withdrawals
+// are lowered to fit what is left, as after a refund's deduction. So the
+// money a partner is paid, by withdrawals and by hand, never exceeds what
+// the partner earned.
 func (s *BalanceService) MarkCommissionPaid(ctx context.Context, id int64) (c *ledger.Commission, err error) {
 	defer wrap(&err, "postgres.MarkCommissionPaid(%d)", id)
 	return s.changeCommission(ctx, id, func(tx *sqlx.Tx, c *ledger.Commission, now time.Time) error {
@@ -141,11 +146,19 @@ func (s *BalanceService) MarkCommissionPaid(ctx context.Context, id int64) (c *l
 			return err
 		}
 		c.Status, c.PaidAt = ledger.CommissionPaid, &now
-		if c.AmountMinor == 0 {
+		bal, err := balanceOf(ctx, tx, c.PartnerID, c.Currency)
+		if err != nil {
+			return err
+		}
+		payout := min(c.AmountMinor, max(bal, 0))
+		if payout == 0 {
 			return nil
 		}
-		return appendEntry(ctx, tx, balanceEntry{partnerID: c.PartnerID, currency: c.Currency, kind: ledger.EntryPayout,
-			amountMinor: -c.AmountMinor, commissionID: &c.ID}, now)
+		if err := appendEntry(ctx, tx, balanceEntry{partnerID: c.PartnerID, currency: c.Currency, kind: ledger.EntryPayout,
+			amountMinor: -payout, commissionID: &c.ID}, now); err != nil {
+			return err
+		}
+		return fitOpenWithdrawals(ctx, tx, c.PartnerID, c.Currency, now)
 	})
 }
 
