@@ -73,7 +73,9 @@ func (r RefundRequest) Validate() (RefundInput, error) {
 		}
 		in.AmountCents = v.Value
 	}
-	if v := r.RefundID; v.Present {
+	// The spec ignores refund_id when the amount is omitted or 0, so it
+	// is not even read then.
+	if v := r.RefundID; v.Present && in.AmountCents > 0 {
 		if v.Bad || v.Value == "" || utf8.RuneCountInString(v.Value) > 255 {
 			return in, NewError(EInvalid, MsgRefundID)
 		}
@@ -92,9 +94,6 @@ func (r RefundRequest) Validate() (RefundInput, error) {
 		if text := strings.TrimSpace(v.Value); text != "" {
 			in.Reason = text
 		}
-	}
-	if in.AmountCents == 0 {
-		in.RefundID = "" // the spec: ignored when the amount is omitted or 0
 	}
 	return in, nil
 }
