@@ -19,6 +19,9 @@ const (
 	EventConversion EventType = "conversion"
 )
 
+// EventTypesAll is the eventType that asks for every type (the default).
+const EventTypesAll = "all"
+
 // eventTypes are every type, in the order the listing reads them.
 var eventTypes = []EventType{EventClick, EventLead, EventConversion}
 
@@ -47,7 +50,7 @@ const (
 const (
 	MsgEventPage      = "page must be a positive integer"
 	MsgEventPageSize  = "pageSize must be an integer from 1 to 100"
-	MsgEventType      = "eventType must be one of: click, lead, conversion"
+	MsgEventType      = "eventType must be one of: all, click, lead, conversion"
 	MsgEventDateFrom  = "dateFrom must be an ISO 8601 date or date-time"
 	MsgEventDateTo    = "dateTo must be an ISO 8601 date or date-time"
 	MsgEventDateOrder = "dateFrom must not be later than dateTo"
@@ -135,7 +138,8 @@ func (in EventQueryInput) Validate(programID int64) (EventQuery, error) {
 		}
 		q.PageSize = int(in.PageSize.Value)
 	}
-	if in.EventType.Present {
+	// "all", the spec's default, may also be sent: every type, as without it.
+	if in.EventType.Present && (in.EventType.Bad || in.EventType.Value != EventTypesAll) {
 		t := EventType(in.EventType.Value)
 		if in.EventType.Bad || (t != EventClick && t != EventLead && t != EventConversion) {
 			return EventQuery{}, NewError(EInvalid, MsgEventType)

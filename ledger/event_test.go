@@ -36,6 +36,12 @@ func TestEventQueryValidate(t *testing.T) {
 			t.Fatalf("bounds = %v .. %v", q.From, q.To)
 		}
 	})
+	t.Run("OK all, the default, sent", func(t *testing.T) {
+		q, err := EventQueryInput{EventType: Some("all")}.Validate(7)
+		if err != nil || q.Type != "" || len(q.Types()) != 3 {
+			t.Fatalf("q = %+v, err = %v", q, err)
+		}
+	})
 	t.Run("OK huge page", func(t *testing.T) {
 		q, err := EventQueryInput{Page: Some[int64](1 << 62)}.Validate(7)
 		if err != nil || q.Page != 1<<62 {
