@@ -282,15 +282,15 @@ func isLetters(s string) bool {
 // letters, digits, '-' and '_', so neither needs escaping.
 func clickBody(id, code string, days int) []byte {
 	fields := func(b []byte) []byte {
-		b = append(b, `"click_id":"`...)
+		b = append(b, `"success":true,"click_id":"`...)
 		b = append(b, id...)
 		b = append(b, `","partner_code":"`...)
 		b = append(b, code...)
 		b = append(b, `","cookie_window_days":`...)
 		return strconv.AppendInt(b, int64(days), 10)
 	}
-	b := make([]byte, 0, 192+2*len(code))
-	b = append(b, `{"success":true,`...)
+	b := make([]byte, 0, 224+2*len(code))
+	b = append(b, '{')
 	b = fields(b)
 	b = append(b, `,"data":{`...)
 	b = fields(b)
@@ -309,6 +309,7 @@ func testClickBody(click *ledger.Click, link *ledger.ReferralLink) fiber.Map {
 		"partner_code":       link.Code,
 		"cookie_window_days": link.Program.CookieDuration,
 		"data": fiber.Map{
+			"success":            true,
 			"eventId":            click.ID,
 			"programId":          click.ProgramID,
 			"test_mode":          true,

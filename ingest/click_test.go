@@ -254,7 +254,7 @@ func TestClickRecorded(t *testing.T) {
 	id, _ := r.Body["click_id"].(string)
 	data, _ := r.Body["data"].(map[string]any)
 	if r.Body["success"] != true || r.Body["partner_code"] != "pat"+itoa(w.programID) || r.Body["cookie_window_days"] != float64(90) ||
-		data == nil || data["click_id"] != id || data["partner_code"] != r.Body["partner_code"] || data["cookie_window_days"] != float64(90) {
+		data == nil || data["success"] != true || data["click_id"] != id || data["partner_code"] != r.Body["partner_code"] || data["cookie_window_days"] != float64(90) {
 		t.Fatalf("body %s", r.Raw)
 	}
 	if at, ok := ledger.ClickTime(id); !ok || !strings.EqualFold(id, strings.ToLower(id)) || at.IsZero() {
