@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -123,5 +126,31 @@ func TestEdgeFailsFastNamingTheVariable(t *testing.T) {
 				t.Fatalf("error %q is not one line naming %s", err, tc.variable)
 			}
 		})
+	}
+}
+
+// TestEdgeSaysOneLineWhenRedisIsDown runs the edge's main in a child
+// process (this test binary again) with Redis unreachable: everything it
+// writes is the one line naming REDIS_URL, and it exits 1. go-redis
+// printed its dial retries to stderr before that line.
+func TestEdgeSaysOneLineWhenRedisIsDown(t *testing.T) {
+	if os.Getenv("EDGE_TEST_RUN_MAIN") == "1" {
+		os.Args = []string{"edge"}
+		main()
+		return
+	}
+	t.Parallel()
+	db := pgtest.New(t)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestEdgeSaysOneLineWhenRedisIsDown$")
+	cmd.Env = append(os.Environ(), "EDGE_TEST_RUN_MAIN=1", "DATABASE_URL="+db.URL,
+		"REDIS_URL=redis://127.0.0.1:1/0", "LISTEN_ADDR=127.0.0.1:0", "LOG_LEVEL=info")
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Fatalf("edge exited with %v, want status 1; output:\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != 1 || !strings.HasPrefix(lines[0], "edge: cannot reach Redis") || !strings.Contains(lines[0], "REDIS_URL") {
+		t.Fatalf("output is not one line naming REDIS_URL:\n%s", out)
 	}
 }

@@ -84,6 +84,7 @@ func Open(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Backend
 		db.Close()
 		return nil, fmt.Errorf("%v (DATABASE_URL=%s)", err, config.Redacted(cfg.DatabaseURL))
 	}
+	redis.SetLogger(redisLog{logger}) // the library's logger is the process's
 	rdb, err := OpenRedis(cctx, cfg.RedisURL)
 	if err != nil {
 		db.Close()
