@@ -1,7 +1,6 @@
 package ingest
 
 import (
-	"time"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -172,8 +171,10 @@ func (s *Server) opMarkKeyRotation(c *fiber.Ctx) error {
 		return err
 	}
 	raw := f.String("deadline")
-	deadline, perr := time.Parse(time.RFC3339Nano, raw.Value)
-	if !raw.OK() || perr != nil {
+	// Any ISO 8601 date or date-time the listing reads; a date is its
+	// midnight UTC.
+	deadline, parsed := ledger.ParseEventTime(raw.Value, false)
+	if !raw.OK() || !parsed {
 		return invalid(ledger.MsgRotationDeadline)
 	}
 	r, err := s.svc.Keys.MarkKeyRotation(c.UserContext(), programID, deadline)

@@ -89,6 +89,14 @@ func TestOperatorAPI(t *testing.T) {
 		t.Fatal("agent key not stored hashed")
 	}
 
+	t.Run("RotationDeadlineAsADate", func(t *testing.T) {
+		// An ISO 8601 date is its midnight UTC.
+		d := mustOK(t, do(t, app, req{"POST", "/api/operator/v1/programs/" + progID + "/key-rotation", map[string]any{"deadline": "2099-06-01"}, op}), 200)
+		if d["deadline"] != "2099-06-01T00:00:00.000Z" {
+			t.Fatalf("deadline = %v", d["deadline"])
+		}
+	})
+
 	t.Run("ErrValidation", func(t *testing.T) {
 		for _, tc := range []struct {
 			desc   string
