@@ -1,7 +1,6 @@
 package ingest
 
 import (
-
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/partnertrack/partnertrack/ledger"
