@@ -84,6 +84,16 @@ func (f fields) String(name string) ledger.Input[string] {
 	return ledger.Some(s)
 }
 
+// Text reads a JSON string, or any other JSON value as the JSON text sent
+// (5, true, {"a":1}): for a field whose refusal repeats the value
+// (`Invalid commission_type: <value>`), which then shows what came.
+func (f fields) Text(name string) ledger.Input[string] {
+	if v, ok := f.raw(name); ok && v[0] != '"' {
+		return ledger.Some(string(v))
+	}
+	return f.String(name)
+}
+
 // Int reads a JSON integer that fits in 64 bits. Fractions, exponents,
 // strings and overflowing numbers are of the wrong shape.
 func (f fields) Int(name string) ledger.Input[int64] {

@@ -240,6 +240,7 @@ func TestCLIEndpointErrors(t *testing.T) {
 		{"init without name", init(map[string]any{"name": nil}), 400, "Missing required fields: name, domain, commission_type, commission_rate", ""},
 		{"init without commission_rate", init(map[string]any{"commission_rate": nil}), 400, "Missing required fields: name, domain, commission_type, commission_rate", ""},
 		{"init with an unknown type", init(map[string]any{"commission_type": "bounty"}), 400, "Invalid commission_type: bounty. Valid: percent, fixed, recurring_percent, recurring_fixed", ""},
+		{"init with a type that is not a string", init(map[string]any{"commission_type": 5}), 400, "Invalid commission_type: 5. Valid: percent, fixed, recurring_percent, recurring_fixed", ""},
 		{"init with a zero rate", init(map[string]any{"commission_rate": 0}), 400, "commission_rate must be a positive number", ""},
 		{"init with a string rate", init(map[string]any{"commission_rate": "20"}), 400, "commission_rate must be a positive number", ""},
 		{"init with a percent over 100", init(map[string]any{"commission_type": "recurring_percent", "commission_rate": 100.5}), 400, "commission_rate is a percentage for this type and cannot exceed 100", ""},

@@ -79,7 +79,7 @@ func programInput(f fields) ledger.ProgramInput {
 	return ledger.ProgramInput{
 		Name:           f.String("name"),
 		Domain:         f.String("domain"),
-		CommissionType: f.String("commission_type"),
+		CommissionType: f.Text("commission_type"),
 		CommissionRate: f.Decimal("commission_rate"),
 		DurationMonths: f.Int("duration_months"),
 		CookieDuration: f.Int("cookie_duration"),

@@ -217,6 +217,7 @@ func TestPatchSettings(t *testing.T) {
 		want string
 	}{
 		{"commission_type unknown", map[string]any{"commission_type": "bounty"}, ledger.MsgInvalidCommissionType("bounty")},
+		{"commission_type not a string", map[string]any{"commission_type": true}, ledger.MsgInvalidCommissionType("true")},
 		{"commission_rate zero", map[string]any{"commission_rate": 0}, ledger.MsgCommissionRate},
 		{"commission_rate negative", map[string]any{"commission_rate": -5}, ledger.MsgCommissionRate},
 		{"commission_rate a string", map[string]any{"commission_rate": "30"}, ledger.MsgCommissionRate},
