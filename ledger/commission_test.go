@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -63,6 +64,7 @@ func TestCommissionDue(t *testing.T) {
 		{"recurring last instant of window", program(RecurringFixed, "10", USD, 3), first.AddDate(0, 3, 0).Add(-time.Microsecond), true, true, ""},
 		{"recurring window ends", program(RecurringFixed, "10", USD, 3), first.AddDate(0, 3, 0), true, false, NotDueDurationOver},
 		{"recurring lifetime", program(RecurringPercent, "10", USD, 0), first.AddDate(10, 0, 0), true, true, ""},
+		{"recurring for the longest duration", program(RecurringPercent, "10", USD, math.MaxInt32), first.AddDate(1000, 0, 0), true, true, ""},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			due, why := CommissionDue(tc.p, first, tc.saleAt, tc.had)

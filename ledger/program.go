@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"math"
 	"strings"
 	"time"
 
@@ -172,7 +173,8 @@ func (in ProgramInput) apply(p *Program) error {
 	}
 	if in.DurationMonths.Present {
 		v := in.DurationMonths.Value
-		if in.DurationMonths.Bad || v < 0 || v > 1200 {
+		// Any whole number the column holds: the spec sets no upper bound.
+		if in.DurationMonths.Bad || v < 0 || v > math.MaxInt32 {
 			return NewError(EInvalid, MsgDurationMonths)
 		}
 		p.DurationMonths = int(v)

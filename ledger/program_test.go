@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"math"
 	"testing"
 
 	"github.com/shopspring/decimal"
@@ -26,6 +27,17 @@ func TestProgramInputValidateCreate(t *testing.T) {
 		}
 	})
 
+	t.Run("OK long durations", func(t *testing.T) {
+		for _, months := range []int64{1201, math.MaxInt32} {
+			in := validInput()
+			in.DurationMonths = Some(months)
+			p, err := in.ValidateCreate()
+			if err != nil || int64(p.DurationMonths) != months {
+				t.Fatalf("duration_months %d: %+v, %v", months, p, err)
+			}
+		}
+	})
+
 	for _, tc := range []struct {
 		desc   string
 		change func(*ProgramInput)
@@ -48,6 +60,7 @@ func TestProgramInputValidateCreate(t *testing.T) {
 		}, MsgCommissionRateCap},
 		{"negative duration", func(in *ProgramInput) { in.DurationMonths = Some[int64](-1) }, MsgDurationMonths},
 		{"fractional duration", func(in *ProgramInput) { in.DurationMonths = BadInput[int64]() }, MsgDurationMonths},
+		{"duration beyond the column", func(in *ProgramInput) { in.DurationMonths = Some[int64](math.MaxInt32 + 1) }, MsgDurationMonths},
 		{"cookie zero", func(in *ProgramInput) { in.CookieDuration = Some[int64](0) }, MsgCookieDuration},
 		{"cookie 366", func(in *ProgramInput) { in.CookieDuration = Some[int64](366) }, MsgCookieDuration},
 		{"lead auth", func(in *ProgramInput) { in.LeadAuth = Some("maybe") }, MsgLeadAuth},
