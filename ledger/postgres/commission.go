@@ -127,9 +127,9 @@ func (s *BalanceService) ApproveCommission(ctx context.Context, id int64) (c *le
 // then a payout entry takes its amount out of the balance, but never more
 // than the balance holds (a paid withdrawal may already have paid part of
 // it, a refund may have left the partner owing), and the open withdrawals
-// are lowered to fit what is left, as after a refund's deduction. So the
-// money a partner is paid, by withdrawals and by hand, never exceeds what
-// the partner earned.
+// are lowered to fit what is left, as after a refund's deduction. So what
+// a partner is paid, by withdrawals and by hand, never exceeds what the
+// partner had earned when it was paid (docs/ledger.md).
 func (s *BalanceService) MarkCommissionPaid(ctx context.Context, id int64) (c *ledger.Commission, err error) {
 	defer wrap(&err, "postgres.MarkCommissionPaid(%d)", id)
 	return s.changeCommission(ctx, id, func(tx *sqlx.Tx, c *ledger.Commission, now time.Time) error {
