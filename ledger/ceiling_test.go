@@ -117,3 +117,15 @@ func TestProcessorAmountAboveTheCeiling(t *testing.T) {
 		})
 	}
 }
+
+// TestAddMinor: a report's totals saturate instead of wrapping around.
+func TestAddMinor(t *testing.T) {
+	for _, tc := range []struct{ a, b, want int64 }{
+		{1, 2, 3}, {-5, 3, -2}, {math.MaxInt64, 1, math.MaxInt64}, {math.MinInt64, -1, math.MinInt64},
+		{math.MaxInt64, math.MinInt64, -1},
+	} {
+		if got := AddMinor(tc.a, tc.b); got != tc.want {
+			t.Fatalf("AddMinor(%d, %d) = %d, want %d", tc.a, tc.b, got, tc.want)
+		}
+	}
+}

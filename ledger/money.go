@@ -99,6 +99,19 @@ func ClampMinor(sum decimal.Decimal) int64 {
 	return sum.IntPart()
 }
 
+// AddMinor adds two amounts in minor units, saturated at the bounds of
+// int64 like ClampMinor (a report's totals over many sums).
+func AddMinor(a, b int64) int64 {
+	sum := a + b
+	switch {
+	case a > 0 && b > 0 && sum < 0:
+		return math.MaxInt64
+	case a < 0 && b < 0 && sum >= 0:
+		return math.MinInt64
+	}
+	return sum
+}
+
 // The range of minor units (int64).
 var (
 	maxMinor = decimal.NewFromInt(math.MaxInt64)
