@@ -44,15 +44,16 @@ func TestSenderLogsGenericReasons(t *testing.T) {
 	for _, tc := range []struct {
 		desc, url, reason string
 		guard             *notify.Guard
+		timeout           time.Duration // only the hanging receiver needs it to run out
 	}{
-		{"ConnectionRefused", closedURL, "connection refused", nil},
-		{"Timeout", slow.URL + "/hook", "timeout", nil},
-		{"TLSError", selfSigned.URL + "/hook", "TLS error", nil},
-		{"BlockedAddress", failing.URL + "/hook", "blocked address", &notify.Guard{}},
-		{"Status", failing.URL + "/hook", "receiver answered HTTP 503", nil},
+		{"ConnectionRefused", closedURL, "connection refused", nil, time.Minute},
+		{"Timeout", slow.URL + "/hook", "timeout", nil, 300 * time.Millisecond},
+		{"TLSError", selfSigned.URL + "/hook", "TLS error", nil, time.Minute},
+		{"BlockedAddress", failing.URL + "/hook", "blocked address", &notify.Guard{}, time.Minute},
+		{"Status", failing.URL + "/hook", "receiver answered HTTP 503", nil, time.Minute},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
-			s := b.sender(notify.SenderConfig{Guard: tc.guard, Timeout: 300 * time.Millisecond})
+			s := b.sender(notify.SenderConfig{Guard: tc.guard, Timeout: tc.timeout})
 			e := b.MustEndpoint(t, tc.url)
 			if err := s.Deliver(context.Background(), message(e.ID), 1); err == nil {
 				t.Fatal("delivered")
