@@ -169,8 +169,10 @@ func (p *ProcessorService) WebhookSecret(ctx context.Context, programID int64) (
 		programID).Scan(&secret)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", notFound("program")
+	} else if err != nil || secret == "" {
+		return "", err
 	}
-	return secret, err
+	return p.db.open(purposeStripeSecret, secret)
 }
 
 // SweepEvents queues stored events left unqueued for longer than grace.

@@ -84,6 +84,10 @@ func Open(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Backend
 		db.Close()
 		return nil, fmt.Errorf("%v (DATABASE_URL=%s)", err, config.Redacted(cfg.DatabaseURL))
 	}
+	db.Secrets = cfg.Secrets
+	if cfg.Secrets == nil || cfg.Secrets.IsDev() {
+		logger.Warn(config.DevSecretsWarning)
+	}
 	redis.SetLogger(redisLog{logger}) // the library's logger is the process's
 	rdb, err := OpenRedis(cctx, cfg.RedisURL)
 	if err != nil {
