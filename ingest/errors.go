@@ -106,9 +106,15 @@ type styleKey struct{}
 
 var defaultStyle = errorStyle{internalMessage: "Internal server error"}
 
+// withStyle sets the route's error style; it is also where a query string
+// or path that is not text is refused (withTextParams), now that the
+// refusal renders in the route's envelope.
 func withStyle(s errorStyle) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		c.Locals(styleKey{}, s)
+		if err := paramsError(c); err != nil {
+			return err
+		}
 		return c.Next()
 	}
 }

@@ -13,6 +13,9 @@ import (
 func (s *Server) routes() {
 	app := s.app
 	app.Use(withRequestID, s.withMetrics, s.withRecover, s.withAccessLog, s.withDeadline, withBodyLimit(maxBodyBytes))
+	// A query string or path that is not text is refused in the route's
+	// envelope, once its error style is set (params.go).
+	app.Use(withTextParams)
 
 	// Operations.
 	app.Get("/healthz", s.healthz)
