@@ -7,12 +7,12 @@ import (
 )
 
 // routes registers every route of the edge. Global middleware runs in the
-// order request id, recovery, access log, deadline, body limit; each route
+// order nosniff, request id, recovery, access log, deadline, body limit; each route
 // then lists its error style, CORS (browser routes only), rate limit and
 // authentication before its handler.
 func (s *Server) routes() {
 	app := s.app
-	app.Use(withRequestID, s.withMetrics, s.withRecover, s.withAccessLog, s.withDeadline, withBodyLimit(maxBodyBytes))
+	app.Use(withNoSniff, withRequestID, s.withMetrics, s.withRecover, s.withAccessLog, s.withDeadline, withBodyLimit(maxBodyBytes))
 
 	// Operations.
 	app.Get("/healthz", s.healthz)

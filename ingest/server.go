@@ -95,6 +95,7 @@ type Server struct {
 	requests       RequestObserver
 	metricsHandler http.Handler
 	queuesHandler  http.Handler
+	opsCSP         string // Content-Security-Policy of the asynq dashboard
 }
 
 // Options are the optional parts of a Server.
@@ -148,6 +149,9 @@ func New(cfg Config, svc Services, opts Options) *Server {
 		programChanged: opts.ProgramChanged,
 		devices:        enrich.NewDevices(userAgentCacheSize), geo: opts.GeoDB, tracker: renderTracker(cfg.BrandPrefix),
 		requests: opts.Requests, metricsHandler: opts.Metrics, queuesHandler: opts.Queues}
+	if s.queuesHandler != nil {
+		s.opsCSP = queuesCSP(s.queuesHandler)
+	}
 	s.app = fiber.New(fiber.Config{
 		AppName:               "partnertrack",
 		ErrorHandler:          s.handleError,
