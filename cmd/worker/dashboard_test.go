@@ -134,7 +134,7 @@ func TestQueuesDashboardInChromium(t *testing.T) {
 			chromedp.Poll[chromedp.Void](allListed, chromedp.WithPollingTimeout(60*time.Second)))
 		text, _ := chromedp.Run(ctx, chromedp.Evaluate[string]("document.body.innerText"))
 		if err != nil {
-			t.Fatalf("%s: %v (the page says: %.2000s)", path, err, text)
+			t.Fatalf("%s: %v (the page says: %.2000s; policy violations: %q)", path, err, text, violations())
 		}
 		return text
 	}
