@@ -127,7 +127,7 @@ func (s *Server) withDeadline(c *fiber.Ctx) error {
 // limiter refuses them itself with the route's headers (limitedRoute).
 func (s *Server) withBodyLimit(limit int) fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		if len(c.Body()) > limit && !isWebhookPath(c.Path()) && !s.isLimitedPath(c.Path()) {
+		if len(c.Body()) > limit && !isWebhookPath(c.Path()) && !s.isLimitedRoute(c.Method(), c.Path()) {
 			return errBodyTooLarge(limit)
 		}
 		return c.Next()

@@ -102,17 +102,26 @@ func errBodyTooLarge(limit int) error {
 // refuses a body over the limit, after counting the request, so that its
 // 413 carries the route's headers; withBodyLimit leaves those routes to it.
 func (s *Server) limitedRoute(method, path string, handlers ...fiber.Handler) {
-	s.limitedPaths = append(s.limitedPaths, strings.Split(strings.TrimSuffix(path, "/"), "/"))
+	s.limitedRoutes = append(s.limitedRoutes, limitedPattern{method, strings.Split(strings.TrimSuffix(path, "/"), "/")})
 	s.app.Add(method, path, handlers...)
 }
 
-// isLimitedPath reports whether a request path matches a route registered
-// with limitedRoute (a :param segment matches any one segment; a trailing
-// slash is ignored, as fiber's routing ignores it).
-func (s *Server) isLimitedPath(p string) bool {
-	segs := strings.Split(strings.TrimSuffix(p, "/"), "/")
-	for _, pattern := range s.limitedPaths {
-		if len(pattern) == len(segs) && segmentsMatch(pattern, segs) {
+// limitedPattern is a route registered with limitedRoute.
+type limitedPattern struct {
+	method   string
+	segments []string
+}
+
+// isLimitedRoute reports whether a request matches a route registered with
+// limitedRoute, as fiber routes it: HEAD is served by GET routes, a
+// :param segment matches any one segment, a trailing slash is ignored.
+func (s *Server) isLimitedRoute(method, path string) bool {
+	if method == fiber.MethodHead {
+		method = fiber.MethodGet
+	}
+	segs := strings.Split(strings.TrimSuffix(path, "/"), "/")
+	for _, r := range s.limitedRoutes {
+		if r.method == method && len(r.segments) == len(segs) && segmentsMatch(r.segments, segs) {
 			return true
 		}
 	}

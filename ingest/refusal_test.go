@@ -95,3 +95,36 @@ func TestRefusalsBeforeTheRouteCarryItsHeaders(t *testing.T) {
 		}
 	}
 }
+
+// TestBodyLimitLeavesOnlyLimitedRoutesToTheirLimiter: the global body
+// limit steps aside only for a method and path that a rate-limited route
+// serves; another method on the same path is refused by it as before.
+func TestBodyLimitLeavesOnlyLimitedRoutesToTheirLimiter(t *testing.T) {
+	b := setup(t)
+	for _, tc := range []struct {
+		method, path string
+		limited      bool
+	}{
+		{"POST", "/api/v1/track/sale", true},
+		{"POST", "/api/v1/track/sale/", true},
+		{"GET", "/api/v1/programs/12/settings", true},
+		{"HEAD", "/api/v1/programs/12/settings", true},
+		{"PATCH", "/api/v1/programs/12/settings", true},
+		{"GET", "/api/v1/programs//settings", false},
+		{"POST", "/api/v1/auth/session", true},
+		{"DELETE", "/api/v1/auth/session", false},
+		{"POST", "/api/v1/cli/test-event", true},
+		{"POST", "/api/operator/v1/programs", false},
+		{"GET", "/api/v1/track/sale", false},
+	} {
+		if got := b.srv.isLimitedRoute(tc.method, tc.path); got != tc.limited {
+			t.Errorf("%s %s: limited %v, want %v", tc.method, tc.path, got, tc.limited)
+		}
+	}
+	w := MustWorld(t, b.app)
+	oversized := `{"pad":"` + strings.Repeat("x", maxBodyBytes) + `"}`
+	r := do(t, b.app, req{"DELETE", "/api/v1/auth/session", oversized, bearer(w.ownerToken)})
+	if r.Status != 413 {
+		t.Fatalf("sign-out with an oversized body: %d %.300s", r.Status, r.Raw)
+	}
+}

@@ -95,9 +95,9 @@ type Server struct {
 	requests       RequestObserver
 	metricsHandler http.Handler
 	queuesHandler  http.Handler
-	opsCSP         string     // Content-Security-Policy of the asynq dashboard
-	limitedPaths   [][]string // routes whose rate limiter refuses oversized bodies (limitedRoute)
-	keys           keyMemory  // program keys looked up lately, for refusals
+	opsCSP         string           // Content-Security-Policy of the asynq dashboard
+	limitedRoutes  []limitedPattern // routes whose rate limiter refuses oversized bodies (limitedRoute)
+	keys           keyMemory        // program keys looked up lately, for refusals
 }
 
 // Options are the optional parts of a Server.
