@@ -7,9 +7,9 @@ import (
 )
 
 // routes registers every route of the edge. Global middleware runs in the
-// order nosniff, request id, recovery, access log, deadline, body limit; each route
-// then lists its error style, CORS (browser routes only), rate limit and
-// authentication before its handler.
+// order nosniff, request id, recovery, access log, deadline, body limit;
+// each route then lists its error style, CORS (browser routes only), rate
+// limit and authentication before its handler.
 func (s *Server) routes() {
 	app := s.app
 	app.Use(withNoSniff, withRequestID, s.withMetrics, s.withRecover, s.withAccessLog, s.withDeadline, s.withBodyLimit(maxBodyBytes))
