@@ -134,6 +134,7 @@ func (s *Server) handleError(c *fiber.Ctx, err error) error {
 		id := newRequestID()
 		c.Locals(requestIDKey{}, id)
 		c.Set(headerRequestID, id)
+		c.Set(headerNoSniff, "nosniff")
 	}
 	style := routeStyle(c)
 	code, message, details := ledger.EInternal, "", map[string]any(nil)
