@@ -156,6 +156,15 @@ func (b *Backends) Edge(ctx context.Context) (*ingest.Server, error) {
 	// also keeps pending-click lookups off a Redis that is away.
 	clicksRedis := redis.NewClient(traffic.RedisOptions(b.Redis.Options()))
 	b.closers = append(b.closers, func() { clicksRedis.Close() })
+	// One connection dialled now, so that the first click batch does not
+	// spend its 50 ms on a dial; a busy machine may miss the short
+	// timeouts once, so it tries until the connect deadline.
+	for err := clicksRedis.Ping(sctx).Err(); err != nil; err = clicksRedis.Ping(sctx).Err() {
+		if sctx.Err() != nil {
+			return nil, fmt.Errorf("cannot reach Redis for clicks (%v); set REDIS_URL", err)
+		}
+		time.Sleep(20 * time.Millisecond) // paces the retries
+	}
 	pipeline := traffic.New(traffic.Config{
 		Redis:           clicksRedis,
 		Queue:           asynq.NewClientFromRedisClient(clicksRedis),
