@@ -2,9 +2,11 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -28,6 +30,31 @@ func metric(text, series string) float64 {
 		}
 	}
 	return -1
+}
+
+// waitMetrics polls the metrics at url until every series has its wanted
+// value (counters the worker and asynq bump after a task's effects are
+// stored), and reports those that never got it within 60 s.
+func waitMetrics(tb testing.TB, who, url string, want map[string]float64) string {
+	tb.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		text := get(tb, url)
+		var wrong []string
+		for series, v := range want {
+			if got := metric(text, series); got != v {
+				wrong = append(wrong, fmt.Sprintf("%s %s = %v, want %v", who, series, got, v))
+			}
+		}
+		if len(wrong) == 0 {
+			return text
+		}
+		if time.Now().After(deadline) {
+			sort.Strings(wrong)
+			tb.Fatalf("not within 60 s:\n%s", strings.Join(wrong, "\n"))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 func get(tb testing.TB, url string) string {
@@ -117,40 +144,47 @@ func TestEndToEndWebhooksAndNotifications(t *testing.T) {
 		list, _ := body["data"].([]any)
 		return len(list) == 1 && list[0].(map[string]any)["kind"] == ledger.NoticeCommissionRefunded
 	})
-	_, listed := call(t, "GET", base+"/api/v1/programs/"+pid+"/webhooks", owner, nil)
-	endpoints, _ := listed["data"].([]any)
-	if len(endpoints) != 1 {
-		t.Fatalf("webhooks %v", listed)
-	}
-	ds := endpoints[0].(map[string]any)["deliveries"].([]any)
+	// The receiver answers before the worker writes the delivery log, so
+	// the log is waited for, not read as soon as the third request came.
+	var listed map[string]any
+	var ds []any
+	waitUntil(t, "three entries in the delivery log", func() bool {
+		_, listed = call(t, "GET", base+"/api/v1/programs/"+pid+"/webhooks", owner, nil)
+		endpoints, _ := listed["data"].([]any)
+		if len(endpoints) != 1 {
+			return false
+		}
+		ds, _ = endpoints[0].(map[string]any)["deliveries"].([]any)
+		return len(ds) >= 3
+	})
 	if len(ds) != 3 || ds[0].(map[string]any)["status_code"] != 200.0 || ds[0].(map[string]any)["attempt"] != 1.0 {
-		t.Fatalf("delivery log %v", ds)
+		t.Fatalf("delivery log %v", listed)
 	}
 
 	// The worker's metrics: outcomes, and the breaker of the receiver.
-	wm := get(t, "http://"+worker.MetricsAddr()+"/metrics")
+	// The task counters move once the handler returned, after its
+	// effects: they are waited for too.
 	dest := "http://" + strings.TrimPrefix(rcv.URL, "http://")
-	for series, want := range map[string]float64{
+	wm := waitMetrics(t, "worker", "http://"+worker.MetricsAddr()+"/metrics", map[string]float64{
 		`partnertrack_webhook_deliveries_total{outcome="delivered"}`:                     3,
 		`partnertrack_tasks_processed_total{outcome="succeeded",type="webhook:deliver"}`: 3,
 		`partnertrack_breaker_state{breaker="` + dest + `"}`:                             0,
 		`partnertrack_breaker_state{breaker="outbox-enqueue"}`:                           0,
-	} {
-		if got := metric(wm, series); got != want {
-			t.Errorf("worker %s = %v, want %v", series, got, want)
-		}
-	}
-	if !regexp.MustCompile(`partnertrack_tasks_processed_total\{outcome="succeeded",type="notification:deliver"\} [1-9]`).MatchString(wm) {
-		t.Errorf("worker metrics lack the notification task:\n%s", wm)
-	}
+	})
+	notified := regexp.MustCompile(`partnertrack_tasks_processed_total\{outcome="succeeded",type="notification:deliver"\} [1-9]`)
+	waitUntil(t, "the worker's metrics count the notification task", func() bool {
+		wm = get(t, "http://"+worker.MetricsAddr()+"/metrics")
+		return notified.MatchString(wm)
+	})
 
 	// The edge's metrics: requests by route, queues read from asynq, the
 	// outbox lag (a row left unsent ten minutes ago), the Redis breaker.
 	if _, err := db.Exec(`INSERT INTO outbox (task_type, queue, payload, created_at) VALUES ('noop', 'maintenance', '{}', now() - interval '10 minutes')`); err != nil {
 		t.Fatal(err)
 	}
-	em := get(t, base+"/metrics")
-	for series, want := range map[string]float64{
+	// asynq counts a task processed once the worker acknowledged it, and
+	// the relay marks outbox rows sent after it enqueued them: waited for.
+	em := waitMetrics(t, "edge", base+"/metrics", map[string]float64{
 		`partnertrack_http_requests_total{method="POST",route="/api/v1/track/sale",status="200"}`:            1,
 		`partnertrack_http_requests_total{method="POST",route="/api/v1/programs/:id/webhooks",status="201"}`: 1,
 		`partnertrack_queue_processed_total{queue="` + string(ns) + `webhooks"}`:                             3,
@@ -159,11 +193,7 @@ func TestEndToEndWebhooksAndNotifications(t *testing.T) {
 		`partnertrack_outbox_unsent_messages`:                                                                1,
 		`partnertrack_breaker_state{breaker="outbox-enqueue"}`:                                               0,
 		`partnertrack_breaker_state{breaker="traffic-queue"}`:                                                0,
-	} {
-		if got := metric(em, series); got != want {
-			t.Errorf("edge %s = %v, want %v", series, got, want)
-		}
-	}
+	})
 	if lag := metric(em, "partnertrack_outbox_oldest_unsent_age_seconds"); lag < 590 {
 		t.Errorf("outbox lag %v, want about 600 s", lag)
 	}

@@ -119,6 +119,17 @@ func hold(p *Pipeline) (started <-chan struct{}, release chan struct{}) {
 	return s, r
 }
 
+// waitWaiting waits until n clicks wait behind the held flush, and fails
+// the test after a generous bound rather than hang.
+func waitWaiting(t *testing.T, p *Pipeline, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); p.clicks.Waiting() < n; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d clicks wait behind the held flush after 30 s, want %d", p.clicks.Waiting(), n)
+		}
+	}
+}
+
 func TestConcurrentClicksShareOneTask(t *testing.T) {
 	b := setup(t)
 	p := b.pipeline(nil, b.store)
@@ -134,9 +145,7 @@ func TestConcurrentClicksShareOneTask(t *testing.T) {
 		clicks[i] = b.click(i + 1)
 		go func() { errs <- p.RecordClick(ctx, clicks[i]) }()
 	}
-	for p.clicks.Waiting() < 100 {
-		time.Sleep(time.Millisecond)
-	}
+	waitWaiting(t, p, 100)
 	close(release)
 	for i := 0; i < 101; i++ {
 		if err := <-errs; err != nil {
@@ -199,9 +208,7 @@ func TestRedisDownDivertsWholeBatchToPostgres(t *testing.T) {
 	for i := 1; i <= 20; i++ {
 		go func() { errs <- p.RecordClick(ctx, b.click(i)) }()
 	}
-	for p.clicks.Waiting() < 20 {
-		time.Sleep(time.Millisecond)
-	}
+	waitWaiting(t, p, 20)
 	close(release)
 	for i := 0; i < 21; i++ {
 		if err := <-errs; err != nil {
@@ -261,9 +268,7 @@ func TestBothDownFailsTheBatchAndAcknowledgesNothing(t *testing.T) {
 	for i := 1; i <= 10; i++ {
 		go func() { errs <- p.RecordClick(ctx, b.click(i)) }()
 	}
-	for p.clicks.Waiting() < 10 {
-		time.Sleep(time.Millisecond)
-	}
+	waitWaiting(t, p, 10)
 	close(release)
 	for i := 0; i < 11; i++ {
 		if err := <-errs; err == nil {

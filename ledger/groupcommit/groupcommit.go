@@ -26,6 +26,10 @@ type Committer[T any] struct {
 	maxInflight int
 	eager       bool          // start a flush whenever a slot is free (NewEager)
 	linger      time.Duration // an open batch waits at most this long for a free slot (NewLingering)
+	// afterFunc starts the linger timer: time.AfterFunc, or in tests a
+	// timer they fire themselves, so that no test depends on how fast the
+	// machine runs it.
+	afterFunc func(d time.Duration, f func())
 
 	mu       sync.Mutex
 	open     *batch[T]   // filling; nil when no item waits
@@ -50,7 +54,8 @@ func New[T any](maxBatch, maxInflight int, flush func(items []T) error) *Committ
 	if maxInflight < 1 {
 		maxInflight = 1
 	}
-	return &Committer[T]{flush: flush, maxBatch: maxBatch, maxInflight: maxInflight}
+	return &Committer[T]{flush: flush, maxBatch: maxBatch, maxInflight: maxInflight,
+		afterFunc: func(d time.Duration, f func()) { time.AfterFunc(d, f) }}
 }
 
 // NewEager is New for a flush that is a unit of work of its own (a
@@ -99,7 +104,7 @@ func (c *Committer[T]) Add(ctx context.Context, item T) error {
 		c.open = nil
 		c.full = append(c.full, b)
 	case len(b.items) == 1 && c.linger > 0:
-		time.AfterFunc(c.linger, func() { c.flushLingering(b) })
+		c.afterFunc(c.linger, func() { c.flushLingering(b) })
 	}
 	c.mu.Unlock()
 

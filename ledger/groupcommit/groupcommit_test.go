@@ -168,6 +168,15 @@ func TestLingeringBatchTakesAFreeSlotPastAStalledFlush(t *testing.T) {
 	t.Parallel()
 	r := held()
 	c := NewLingering(10, 2, 200*time.Millisecond, r.flush)
+	// The test fires the linger timer itself once all three items wait:
+	// a real timer could fire before a slow machine added the third.
+	timers := make(chan func(), 10)
+	c.afterFunc = func(d time.Duration, f func()) {
+		if d != 200*time.Millisecond {
+			t.Errorf("linger timer of %v", d)
+		}
+		timers <- f
+	}
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); c.Add(context.Background(), 0) }()
@@ -177,6 +186,10 @@ func TestLingeringBatchTakesAFreeSlotPastAStalledFlush(t *testing.T) {
 		go func() { defer wg.Done(); c.Add(context.Background(), i) }()
 	}
 	waitFor(t, "3 items waiting", func() bool { return c.Waiting() == 3 })
+	if len(timers) != 1 {
+		t.Fatalf("%d linger timers started, want one for the open batch", len(timers))
+	}
+	go (<-timers)() // the linger passes (a timer runs its function in a goroutine of its own)
 	if n := <-r.started; n != 3 {
 		t.Fatalf("the lingering batch flushed %d items, want 3", n)
 	}

@@ -246,7 +246,10 @@ const integrationLog = `source NOT IN ('` + ledger.LogSourceCLITest + `', '` + l
 
 // recentCounts counts the program's events of the 24 hours before now:
 // real clicks (the listing index), and leads and sales the integration
-// sent (the tracking log index), test-mode calls included.
+// sent (the tracking log index), test-mode calls included. A provisional
+// lead does not count: its browser_provisional row is left out, and the
+// row its settlement writes (the settling server lead's, or a settlement
+// row) counts it once, at the time it settled.
 func recentCounts(ctx context.Context, q *DB, programID int64, now time.Time) (ledger.EventCounts, error) {
 	var c ledger.EventCounts
 	since := now.Add(-24 * time.Hour)
@@ -257,7 +260,8 @@ func recentCounts(ctx context.Context, q *DB, programID int64, now time.Time) (l
 		return c, err
 	}
 	err := q.QueryRowContext(ctx, `
-		SELECT count(*) FILTER (WHERE event_type = 'lead'), count(*) FILTER (WHERE event_type = 'sale')
+		SELECT count(*) FILTER (WHERE event_type = 'lead' AND source <> '`+leadLogProvisional+`'),
+			count(*) FILTER (WHERE event_type = 'sale')
 		FROM tracking_logs
 		WHERE program_id = $1 AND event_type IN ('lead', 'sale') AND created_at > $2 AND created_at <= $3
 			AND `+integrationLog, programID, since, now).Scan(&c.Leads, &c.Sales)

@@ -96,3 +96,6 @@ const (
 	QProgramKeysByHash = qProgramKeysByHash
 	QRefundBatchOrder  = qRefundBatchOrder
 )
+
+// KeyLookupsWaiting is how many key lookups wait for a statement to start.
+func (s *ProgramService) KeyLookupsWaiting() int { return s.keyLookups.Waiting() }

@@ -71,7 +71,14 @@ func TestConcurrentKeyLookupsShareStatements(t *testing.T) {
 			}
 		}(i)
 	}
-	time.Sleep(200 * time.Millisecond) // the calls queue behind the two stalled lookups
+	// The first call's lookup stalls on the lock; every other call waits
+	// for the next statement.
+	for deadline := time.Now().Add(60 * time.Second); b.programs.KeyLookupsWaiting() < calls-1; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d calls wait behind the stalled lookup after 60 s", b.programs.KeyLookupsWaiting(), calls-1)
+		}
+		time.Sleep(time.Millisecond)
+	}
 	if err := lock.Rollback(); err != nil {
 		t.Fatal(err)
 	}

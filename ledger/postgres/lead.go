@@ -51,11 +51,14 @@ func (s *LeadService) WaitRelays() { s.after.wait() }
 var _ ledger.LeadService = (*LeadService)(nil)
 
 // Sources of the tracking log rows of leads: how the lead arrived and
-// whether it counts yet.
+// whether it counts yet. A provisional lead's rows never count; the lead
+// counts through the row of what settled it: the settling lead call's, or
+// a settlement row when a payment settles it.
 const (
 	leadLogServer      = "server"
 	leadLogBrowser     = "browser"
 	leadLogProvisional = "browser_provisional"
+	leadLogSettlement  = "settlement"
 )
 
 // TrackLead records a validated lead.
@@ -459,6 +462,11 @@ func (s *LeadService) SettleProvisionalLead(ctx context.Context, st ledger.Settl
 		res.LeadID = open.ID
 		res.KeySaved, err = settleLead(ctx, tx, cust, open, st.By, st.CustomerKey, st.Email, partnerEmail, now)
 		res.Settled = err == nil
+		if err == nil {
+			// The lead counts from now, once: in the 24-hour counts
+			// through this row, and for the brand through lead.created.
+			err = insertLeadLog(ctx, tx, cust.ProgramID, cust.IsTest, leadLogSettlement, open.ID, now)
+		}
 		if err == nil {
 			msgs, err = leadCreatedEvent(ctx, tx, open.ID, now)
 		}

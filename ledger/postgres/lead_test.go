@@ -610,3 +610,74 @@ func TestTestModeLead(t *testing.T) {
 		t.Fatalf("test-mode leads created %d customers", customers)
 	}
 }
+
+// TestProvisionalLeadsCountWhenSettled checks that a provisional lead is
+// left out of every count (CLI status leads_24h, readiness, analytics
+// sources) until it settles, and then counts exactly once, whichever way
+// it settles.
+func TestProvisionalLeadsCountWhenSettled(t *testing.T) {
+	b := setupLeads(t)
+	ctx := context.Background()
+	programID, partnerID := b.mustProgram(t, ledger.LeadServerRequired)
+	cli := postgres.NewCLIService(b.db.DB)
+	readiness := postgres.NewReadinessService(b.db.DB)
+	analytics := postgres.NewAnalyticsService(b.db.DB)
+
+	wantLeads := func(t *testing.T, want int64) {
+		t.Helper()
+		st, err := cli.Status(ctx, programID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := time.Now()
+		f, err := readiness.ReadinessFacts(ctx, programID, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, err := ledger.SourcesQueryInput{}.Validate(programID, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := analytics.Sources(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Recent.Leads != want || f.Counts24h.Leads != want || rep.Totals.Leads != want {
+			t.Fatalf("leads counted: status %d, readiness %d, analytics %d; want %d",
+				st.Recent.Leads, f.Counts24h.Leads, rep.Totals.Leads, want)
+		}
+	}
+	provisional := func(t *testing.T) (click string, customerID int64) {
+		t.Helper()
+		click = b.mustClick(t, programID, partnerID)
+		for range 2 { // the browser sends twice: still one provisional lead
+			res, err := b.leads.TrackLead(ctx, browserLead(click, "", ""))
+			if err != nil || !res.Provisional {
+				t.Fatalf("browser lead = %+v, %v", res, err)
+			}
+			customerID = res.CustomerID
+		}
+		return click, customerID
+	}
+
+	byServer, _ := provisional(t)
+	_, byPayment := provisional(t)
+	provisional(t) // never settles
+	wantLeads(t, 0)
+
+	if _, err := b.leads.TrackLead(ctx, serverLead(programID, byServer, "user-s")); err != nil {
+		t.Fatal(err)
+	}
+	wantLeads(t, 1)
+
+	res, err := b.leads.SettleProvisionalLead(ctx, ledger.Settlement{ProgramID: programID, CustomerID: byPayment})
+	if err != nil || !res.Settled {
+		t.Fatalf("settlement = %+v, %v", res, err)
+	}
+	wantLeads(t, 2)
+	// A repeated settlement settles nothing and counts nothing.
+	if again, err := b.leads.SettleProvisionalLead(ctx, ledger.Settlement{ProgramID: programID, CustomerID: byPayment}); err != nil || again.Settled {
+		t.Fatalf("second settlement = %+v, %v", again, err)
+	}
+	wantLeads(t, 2)
+}

@@ -177,17 +177,13 @@ func TestFaultRedisCrashDuringSales(t *testing.T) {
 		})
 	}()
 	// Crash Redis once a quarter of the customers have bought.
-	for sold := func() bool { mu.Lock(); defer mu.Unlock(); return next >= int64(n/4) }; !sold(); {
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitLoad(t, "a quarter of the customers bought", func() bool { mu.Lock(); defer mu.Unlock(); return next >= int64(n/4) })
 	rd.Kill(t)
 	time.Sleep(scale(3*time.Second, 20*time.Second))
 	unsentDuringOutage = st.count(t, `SELECT count(*) FROM outbox WHERE sent_at IS NULL`)
 	rd.Start(t)
 	// Let the rest of the customers buy after Redis is back.
-	for left := func() bool { mu.Lock(); defer mu.Unlock(); return next < int64(n) }; left(); {
-		time.Sleep(100 * time.Millisecond)
-	}
+	waitLoad(t, "every customer bought", func() bool { mu.Lock(); defer mu.Unlock(); return next >= int64(n) })
 	close(stop)
 	<-done
 
@@ -348,14 +344,14 @@ func TestFaultPostgresRestartDuringSales(t *testing.T) {
 	// Clients retry what failed; the edge has recovered by itself.
 	var retried tally
 	for _, i := range failed {
-		for attempt := 0; ; attempt++ {
+		for deadline := time.Now().Add(time.Minute); ; {
 			rep, err := sale(i)
 			if err == nil && (rep.Status == 200 || rep.Status == 409) {
 				retried.add(rep.Status)
 				break
 			}
-			if attempt == 50 {
-				t.Fatalf("sale %d still failing 10 s after Postgres came back: %v %v", i, rep, err)
+			if time.Now().After(deadline) {
+				t.Fatalf("sale %d still failing a minute after Postgres came back: %v %v", i, rep, err)
 			}
 			time.Sleep(200 * time.Millisecond)
 		}
@@ -700,6 +696,17 @@ func TestFaultEdgeSIGTERMUnderLoad(t *testing.T) {
 	for txn, status := range answered {
 		if status != 200 && status != 0 {
 			t.Errorf("sale %s: status %d during shutdown (want 200, or a refused connection)", txn, status)
+		}
+	}
+}
+
+// waitLoad polls cond while a load runs, and fails the test after a
+// generous bound instead of hanging when the load stalls.
+func waitLoad(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(scale(3*time.Minute, 15*time.Minute)); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the load stalled: not yet %s", what)
 		}
 	}
 }

@@ -16,7 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hibiken/asynq"
 	_ "github.com/lib/pq"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/partnertrack/partnertrack/cmd/internal/faulttest"
 	"github.com/partnertrack/partnertrack/ledger/postgres/pgtest"
@@ -176,6 +178,42 @@ func (st *stack) waitCount(t *testing.T, want int, timeout time.Duration, query 
 			t.Fatalf("%s: %d after %s (err %v), want %d", query, n, timeout, err, want)
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// waitIdle waits until the stack's workers have taken every task queued
+// in its namespace on rdb (none pending or running) and the outbox holds
+// nothing unsent, and fails the test with what is left after timeout.
+func (st *stack) waitIdle(t *testing.T, rdb *redis.Client, timeout time.Duration) {
+	t.Helper()
+	insp := asynq.NewInspectorFromRedisClient(rdb)
+	deadline := time.Now().Add(timeout)
+	for {
+		var busy []string
+		queues, err := insp.Queues()
+		if err != nil {
+			busy = append(busy, err.Error())
+		}
+		for _, q := range queues {
+			if !strings.HasPrefix(q, st.ns) {
+				continue
+			}
+			if info, err := insp.GetQueueInfo(q); err != nil {
+				busy = append(busy, q+": "+err.Error())
+			} else if info.Pending+info.Active > 0 {
+				busy = append(busy, fmt.Sprintf("%s: %d pending, %d active", q, info.Pending, info.Active))
+			}
+		}
+		if n := st.count(t, `SELECT count(*) FROM outbox WHERE sent_at IS NULL`); n > 0 {
+			busy = append(busy, fmt.Sprintf("%d outbox messages unsent", n))
+		}
+		if len(busy) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the workers are not idle after %s: %s", timeout, strings.Join(busy, "; "))
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 

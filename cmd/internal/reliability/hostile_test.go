@@ -274,14 +274,18 @@ func (h *hostileWorld) attack(t *testing.T, tg target, path, query string, body 
 	return false
 }
 
-// waitRelayed waits (a few seconds at most) until the outbox holds no
-// message that is not yet relayed: an accepted call before this one
-// relays its notifications to Redis after it answered, and those keys
-// must not be counted against this call.
+// waitRelayed waits until the outbox holds no message that is not yet
+// relayed: an accepted call before this one relays its notifications to
+// Redis after it answered, and those keys must not be counted against
+// this call. It fails after a minute rather than go on (a relay still
+// running would then be blamed on the next call).
 func (h *hostileWorld) waitRelayed(t *testing.T) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for h.st.count(t, `SELECT count(*) FROM outbox WHERE sent_at IS NULL`) > 0 && time.Now().Before(deadline) {
+	deadline := time.Now().Add(time.Minute)
+	for n := h.st.count(t, `SELECT count(*) FROM outbox WHERE sent_at IS NULL`); n > 0; n = h.st.count(t, `SELECT count(*) FROM outbox WHERE sent_at IS NULL`) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d outbox messages still unrelayed after a minute", n)
+		}
 		time.Sleep(5 * time.Millisecond)
 	}
 }

@@ -217,9 +217,11 @@ func TestRaceKeyRegeneration(t *testing.T) {
 		go func() {
 			defer close(done)
 			// At most 100 calls with the old key: its limit is 120 a minute.
+			// The last 40 wait for the regeneration, so that some are
+			// sure to begin after it however slow the machine.
 			runUntil(6, stop, func(i int) {
 				mu.Lock()
-				if count >= 100 {
+				if count >= 100 || (count >= 60 && regenerated.IsZero()) {
 					mu.Unlock()
 					time.Sleep(5 * time.Millisecond)
 					return
@@ -241,14 +243,11 @@ func TestRaceKeyRegeneration(t *testing.T) {
 			})
 		}()
 		// Regenerate in the middle of the load.
-		for sent := 0; sent < 40; {
-			time.Sleep(2 * time.Millisecond)
-			mu.Lock()
-			sent = count
-			mu.Unlock()
-		}
+		waitLoad(t, "40 calls with the old key", func() bool { mu.Lock(); defer mu.Unlock(); return count >= 40 })
 		rep := edges[0].must(t, 200, req{method: "POST", path: "/api/v1/programs/" + itoa(w.ProgramID) + "/api-key", token: w.OwnerToken})
+		mu.Lock()
 		regenerated = time.Now()
+		mu.Unlock()
 		newKey = rep.data()["api_key"].(string)
 		// The new key works at once, on both instances.
 		for _, e := range edges {
@@ -256,7 +255,7 @@ func TestRaceKeyRegeneration(t *testing.T) {
 				body: map[string]any{"transaction_id": fmt.Sprintf("rot-new-%d-%s", r, e.Addr), "amount_cents": 100, "additional_data": map[string]any{"test_mode": true}}})
 			accepted++
 		}
-		time.Sleep(150 * time.Millisecond)
+		waitLoad(t, "100 calls with the old key", func() bool { mu.Lock(); defer mu.Unlock(); return count >= 100 })
 		close(stop)
 		<-done
 

@@ -146,7 +146,7 @@ func TestSecretsHashedAndNeverLogged(t *testing.T) {
 		t.Errorf("settings return the signing secret: %s", rep.Raw)
 	}
 	// Let the worker process what was queued (its logs count too).
-	time.Sleep(2 * time.Second)
+	st.waitIdle(t, rdb, time.Minute)
 
 	// No table holds a key or token in clear.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

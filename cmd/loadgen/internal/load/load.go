@@ -54,6 +54,33 @@ type Options struct {
 	// Slow, when set, counts the answers that took longer, by the second
 	// of the run they were due in (where a tail comes from).
 	Slow time.Duration
+
+	// clock is the wall clock, or in this package's tests a virtual one,
+	// so that what they check does not depend on the machine's speed.
+	clock clock
+}
+
+// clock tells the time and waits for it.
+type clock interface {
+	Now() time.Time
+	// SleepUntil waits until t; false when ctx ended first.
+	SleepUntil(ctx context.Context, t time.Time) bool
+}
+
+// wallClock is the real time.
+type wallClock struct{}
+
+func (wallClock) Now() time.Time { return time.Now() }
+
+func (wallClock) SleepUntil(ctx context.Context, t time.Time) bool {
+	timer := time.NewTimer(time.Until(t))
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // Result is what a run measured.
@@ -180,6 +207,9 @@ func Run(ctx context.Context, opts Options, do Do) *Result {
 	if opts.LateAfter <= 0 {
 		opts.LateAfter = time.Millisecond
 	}
+	if opts.clock == nil {
+		opts.clock = wallClock{}
+	}
 	planned := int64(math.MaxInt64)
 	if opts.Rate > 0 {
 		planned = Planned(opts.Duration, opts.Rate)
@@ -189,7 +219,7 @@ func Run(ctx context.Context, opts Options, do Do) *Result {
 	}
 	var next atomic.Int64
 	states := make([]*workerState, opts.Workers)
-	start := time.Now()
+	start := opts.clock.Now()
 	end := start.Add(opts.Duration)
 	hardEnd := end.Add(opts.Drain)
 	var wg sync.WaitGroup
@@ -234,25 +264,20 @@ func Run(ctx context.Context, opts Options, do Do) *Result {
 
 // paced sends the requests due at the fixed rate.
 func (st *workerState) paced(ctx context.Context, w int, opts Options, planned int64, start, hardEnd time.Time, next *atomic.Int64, do Do) {
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
 	for ctx.Err() == nil {
 		i := next.Add(1) - 1
 		if i >= planned {
 			return
 		}
 		due := start.Add(Due(i, opts.Rate))
-		if wait := time.Until(due); wait > 0 {
-			timer.Reset(wait)
-			select {
-			case <-timer.C:
-			case <-ctx.Done():
+		if wait := due.Sub(opts.clock.Now()); wait > 0 {
+			if !opts.clock.SleepUntil(ctx, due) {
 				return
 			}
 		} else if -wait > opts.LateAfter {
 			st.late++
 		}
-		if time.Now().After(hardEnd) {
+		if opts.clock.Now().After(hardEnd) {
 			st.unsent++
 			continue
 		}
@@ -264,12 +289,12 @@ func (st *workerState) paced(ctx context.Context, w int, opts Options, planned i
 
 // flat sends requests back to back until the run's end.
 func (st *workerState) flat(ctx context.Context, w int, opts Options, planned int64, end time.Time, next *atomic.Int64, do Do) {
-	for ctx.Err() == nil && time.Now().Before(end) {
+	for ctx.Err() == nil && opts.clock.Now().Before(end) {
 		i := next.Add(1) - 1
 		if i >= planned {
 			return
 		}
-		if !st.send(ctx, w, i, time.Now(), opts, do) {
+		if !st.send(ctx, w, i, opts.clock.Now(), opts, do) {
 			return
 		}
 	}
@@ -281,7 +306,7 @@ func (st *workerState) send(ctx context.Context, w int, i int64, from time.Time,
 	if err == ErrStop {
 		return false
 	}
-	now := time.Now()
+	now := opts.clock.Now()
 	st.last = now
 	took := now.Sub(from)
 	st.lat.Record(took)

@@ -9,6 +9,32 @@ import (
 	"time"
 )
 
+// virtualClock is time that passes only when the run waits for a due
+// time or a request stands for work (advance): the tests check the
+// pacing and the tallies exactly, whatever the machine's speed.
+type virtualClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newVirtualClock() *virtualClock {
+	return &virtualClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+}
+
+func (c *virtualClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+
+func (c *virtualClock) SleepUntil(ctx context.Context, t time.Time) bool {
+	c.mu.Lock()
+	if t.After(c.now) {
+		c.now = t
+	}
+	c.mu.Unlock()
+	return ctx.Err() == nil
+}
+
+// advance stands for a request that takes d.
+func (c *virtualClock) advance(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
+
 func TestPacingMath(t *testing.T) {
 	if got := Due(0, 1000); got != 0 {
 		t.Fatalf("Due(0) = %v", got)
@@ -39,8 +65,13 @@ func TestPacingMath(t *testing.T) {
 func TestRateRunSendsOnScheduleAndCountsStatuses(t *testing.T) {
 	var mu sync.Mutex
 	seen := map[int64]bool{}
-	res := Run(context.Background(), Options{Rate: 200, Workers: 4, Duration: 500 * time.Millisecond},
+	clk := newVirtualClock()
+	start := clk.Now()
+	res := Run(context.Background(), Options{Rate: 200, Workers: 4, Duration: 500 * time.Millisecond, clock: clk},
 		func(ctx context.Context, w int, i int64) (int, error) {
+			if early := start.Add(Due(i, 200)).Sub(clk.Now()); early > 0 {
+				t.Errorf("request %d sent %v before it was due", i, early)
+			}
 			mu.Lock()
 			seen[i] = true
 			mu.Unlock()
@@ -55,8 +86,8 @@ func TestRateRunSendsOnScheduleAndCountsStatuses(t *testing.T) {
 	if res.Status[429] != 10 || res.Status[200] != 90 || res.Success() != 90 {
 		t.Fatalf("statuses %v", res.Status)
 	}
-	if res.Elapsed < 490*time.Millisecond || res.Elapsed > 1500*time.Millisecond {
-		t.Fatalf("100 requests at 200/s took %v", res.Elapsed)
+	if res.Elapsed != Due(99, 200) {
+		t.Fatalf("100 requests at 200/s took %v, want the last one's due time %v", res.Elapsed, Due(99, 200))
 	}
 }
 
@@ -64,24 +95,25 @@ func TestRateRunSendsOnScheduleAndCountsStatuses(t *testing.T) {
 // during the stall are charged the wait (no coordinated omission) and
 // counted late.
 func TestRateRunChargesAStallToEveryRequestBehindIt(t *testing.T) {
-	res := Run(context.Background(), Options{Rate: 100, Workers: 1, Duration: 500 * time.Millisecond},
+	clk := newVirtualClock()
+	res := Run(context.Background(), Options{Rate: 100, Workers: 1, Duration: 500 * time.Millisecond, clock: clk},
 		func(ctx context.Context, w int, i int64) (int, error) {
 			if i == 10 {
-				time.Sleep(200 * time.Millisecond)
+				clk.advance(200 * time.Millisecond)
 			}
 			return 200, nil
 		})
 	if res.Sent != 50 {
 		t.Fatalf("sent %d, want 50", res.Sent)
 	}
-	if res.Late < 15 {
-		t.Fatalf("late %d, want the ~19 requests due during the stall", res.Late)
+	if res.Late != 19 {
+		t.Fatalf("late %d, want the 19 requests due during the stall", res.Late)
 	}
 	// Request 11 was due 10 ms after the stalled one and waited ~190 ms.
 	if p := res.Latency.Quantile(0.7); p < 50*time.Millisecond {
 		t.Fatalf("p70 = %v: the stall was not charged to the requests behind it", p)
 	}
-	if res.Latency.Max() < 190*time.Millisecond {
+	if res.Latency.Max() < 200*time.Millisecond {
 		t.Fatalf("max = %v", res.Latency.Max())
 	}
 }
@@ -89,18 +121,21 @@ func TestRateRunChargesAStallToEveryRequestBehindIt(t *testing.T) {
 // A stall in the second second of a run shows there, and only there, in
 // the slow answers by second.
 func TestSlowAnswersCountedBySecondDue(t *testing.T) {
-	res := Run(context.Background(), Options{Rate: 100, Workers: 1, Duration: 1500 * time.Millisecond, Slow: 50 * time.Millisecond},
+	clk := newVirtualClock()
+	res := Run(context.Background(), Options{Rate: 100, Workers: 1, Duration: 1500 * time.Millisecond, Slow: 50 * time.Millisecond, clock: clk},
 		func(ctx context.Context, w int, i int64) (int, error) {
 			if i == 110 {
-				time.Sleep(150 * time.Millisecond)
+				clk.advance(150 * time.Millisecond)
 			}
 			return 200, nil
 		})
 	if res.SlowBySecond[0] != 0 {
 		t.Fatalf("%d slow answers in second 0, before the stall", res.SlowBySecond[0])
 	}
-	if n := res.SlowBySecond[1]; n < 5 || n > 15 {
-		t.Fatalf("%d slow answers in second 1, want the ~10 due during the stall (%v)", n, res.SlowBySecond)
+	// Request 110 took 150 ms; the nine due after it within 100 ms waited
+	// more than 50 ms for it.
+	if n := res.SlowBySecond[1]; n != 10 {
+		t.Fatalf("%d slow answers in second 1, want the 10 due during the stall (%v)", n, res.SlowBySecond)
 	}
 	if got, want := res.SlowSeconds(), fmt.Sprintf("1:%d", res.SlowBySecond[1]); got != want {
 		t.Fatalf("SlowSeconds() = %q, want %q", got, want)
@@ -111,13 +146,16 @@ func TestSlowAnswersCountedBySecondDue(t *testing.T) {
 }
 
 func TestRateRunCountsUnsentAfterDrain(t *testing.T) {
-	res := Run(context.Background(), Options{Rate: 100, Workers: 1, Duration: 200 * time.Millisecond, Drain: 50 * time.Millisecond},
+	clk := newVirtualClock()
+	res := Run(context.Background(), Options{Rate: 100, Workers: 1, Duration: 200 * time.Millisecond, Drain: 50 * time.Millisecond, clock: clk},
 		func(ctx context.Context, w int, i int64) (int, error) {
-			time.Sleep(60 * time.Millisecond)
+			clk.advance(60 * time.Millisecond)
 			return 200, nil
 		})
-	if res.Sent+res.Unsent != 20 || res.Unsent == 0 {
-		t.Fatalf("sent %d unsent %d, want 20 in all and some unsent", res.Sent, res.Unsent)
+	// Requests start at 0, 60, …, 240 ms: the fifth is the last to start
+	// before the drain ends at 250 ms.
+	if res.Sent != 5 || res.Unsent != 15 {
+		t.Fatalf("sent %d unsent %d, want 5 and 15", res.Sent, res.Unsent)
 	}
 }
 
