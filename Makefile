@@ -63,10 +63,15 @@ fuzz:
 # docs/performance.md. A missed target still exits 0 (the report is the
 # result); a broken run does not. BENCH_QUICK=1 runs short phases as a
 # smoke check (it writes nothing). Not part of make test.
+# BENCH_ONLY=redis-kill runs that one phase alone and prints its row and
+# target (it writes nothing).
 BENCH_QUICK ?=
+BENCH_ONLY ?=
 bench:
 	$(GO) build -o $(BIN)/loadgen ./cmd/loadgen
-ifeq ($(BENCH_QUICK),)
+ifneq ($(BENCH_ONLY),)
+	$(BIN)/loadgen bench --only $(BENCH_ONLY) $(if $(BENCH_QUICK),--quick)
+else ifeq ($(BENCH_QUICK),)
 	$(BIN)/loadgen bench --command "make bench" --write docs/performance.md
 else
 	$(BIN)/loadgen bench --quick --command "make bench BENCH_QUICK=1"

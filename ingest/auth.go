@@ -198,6 +198,9 @@ func (s *Server) requireOperator(c *fiber.Ctx) error {
 	if s.cfg.OperatorToken == "" {
 		return fiber.ErrNotFound
 	}
+	if err := paramsError(c); err != nil {
+		return err // the operator API's envelope is the default style
+	}
 	tok, st := bearerToken(c.Get(fiber.HeaderAuthorization))
 	if st != bearerOK || subtle.ConstantTimeCompare([]byte(tok), []byte(s.cfg.OperatorToken)) != 1 {
 		return ledger.NewError(ledger.EUnauthorized, "Invalid or missing operator token")

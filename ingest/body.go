@@ -71,14 +71,16 @@ func (f fields) Has(name string) bool {
 }
 
 // String reads a JSON string. A string holding a NUL byte is of the wrong
-// shape (Postgres text cannot store it).
+// shape (Postgres text cannot store it), and so is one holding a lone
+// surrogate escape (encoding/json would read it as U+FFFD, merging ids that
+// differ there: ledger.HasLoneSurrogate).
 func (f fields) String(name string) ledger.Input[string] {
 	v, ok := f.raw(name)
 	if !ok {
 		return ledger.Input[string]{}
 	}
 	var s string
-	if v[0] != '"' || json.Unmarshal(v, &s) != nil || strings.IndexByte(s, 0) >= 0 {
+	if v[0] != '"' || ledger.HasLoneSurrogate(v) || json.Unmarshal(v, &s) != nil || strings.IndexByte(s, 0) >= 0 {
 		return ledger.BadInput[string]()
 	}
 	return ledger.Some(s)
@@ -158,14 +160,14 @@ func (f fields) Object(name string) ledger.Input[fields] {
 	return ledger.Some(obj)
 }
 
-// Strings reads a JSON array of strings.
+// Strings reads a JSON array of strings, each read as String reads one.
 func (f fields) Strings(name string) ledger.Input[[]string] {
 	v, ok := f.raw(name)
 	if !ok {
 		return ledger.Input[[]string]{}
 	}
 	var out []string
-	if v[0] != '[' || json.Unmarshal(v, &out) != nil {
+	if v[0] != '[' || ledger.HasLoneSurrogate(v) || json.Unmarshal(v, &out) != nil {
 		return ledger.BadInput[[]string]()
 	}
 	for _, s := range out {

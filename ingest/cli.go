@@ -40,17 +40,17 @@ func (s *Server) cliRoutes() {
 	limit := s.rateLimit("cli", limitCLI, byToken)
 	login := s.requireSession(ledger.CLISession)
 	key := s.requireProgramKey(keyAuth{})
-	s.app.Post("/api/v1/cli/auth/start", withStyle(cliStartStyle), limit, s.cliAuthStart)
-	s.app.Post("/api/v1/cli/auth/confirm", withStyle(cliCallbackStyle), limit, s.cliAuthConfirm)
-	s.app.Post("/api/v1/cli/auth/callback", withStyle(cliCallbackStyle), limit, s.cliAuthCallback)
-	s.app.Get("/api/v1/cli/auth/poll", withStyle(cliPollStyle), limit, s.cliAuthPoll)
-	s.app.Post("/api/v1/cli/init", withStyle(cliInitStyle), limit, login, s.cliInit)
-	s.app.Get("/api/v1/cli/programs", withStyle(cliProgramsStyle), limit, login, s.cliPrograms)
-	s.app.Get("/api/v1/cli/status", withStyle(cliStatusStyle), s.withoutRequestIDBelow500, limit, key, s.cliStatus)
-	s.app.Post("/api/v1/cli/test-event", withStyle(cliTestStyle), limit, key, s.cliTestEvent)
-	s.app.Post("/api/v1/cli/stripe-connect", withStyle(cliStyle("Failed to connect Stripe")), limit, s.cliStripeConnect)
+	s.limitedRoute("POST", "/api/v1/cli/auth/start", withStyle(cliStartStyle), limit, s.cliAuthStart)
+	s.limitedRoute("POST", "/api/v1/cli/auth/confirm", withStyle(cliCallbackStyle), limit, s.cliAuthConfirm)
+	s.limitedRoute("POST", "/api/v1/cli/auth/callback", withStyle(cliCallbackStyle), limit, s.cliAuthCallback)
+	s.limitedRoute("GET", "/api/v1/cli/auth/poll", withStyle(cliPollStyle), limit, s.cliAuthPoll)
+	s.limitedRoute("POST", "/api/v1/cli/init", withStyle(cliInitStyle), limit, login, s.cliInit)
+	s.limitedRoute("GET", "/api/v1/cli/programs", withStyle(cliProgramsStyle), limit, login, s.cliPrograms)
+	s.limitedRoute("GET", "/api/v1/cli/status", withStyle(cliStatusStyle), s.withoutRequestIDBelow500, limit, key, s.cliStatus)
+	s.limitedRoute("POST", "/api/v1/cli/test-event", withStyle(cliTestStyle), limit, key, s.cliTestEvent)
+	s.limitedRoute("POST", "/api/v1/cli/stripe-connect", withStyle(cliStyle("Failed to connect Stripe")), limit, s.cliStripeConnect)
 	// The page the login link opens: same origin as the callback it posts.
-	s.app.Get("/cli/login", withStyle(defaultStyle), s.rateLimit("cli_page", limitCLI, byIP), s.cliLoginPage)
+	s.limitedRoute("GET", "/cli/login", withStyle(defaultStyle), s.rateLimit("cli_page", limitCLI, byIP), s.cliLoginPage)
 }
 
 // cliLoginPath is where auth_url points.

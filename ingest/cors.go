@@ -18,8 +18,8 @@ var browserCORS = cors.New(cors.Config{
 })
 
 // browserRoute registers a route meant for direct browser calls together
-// with its CORS preflight.
+// with its CORS preflight; each has a rate limit (limitedRoute).
 func (s *Server) browserRoute(method, path string, handlers ...fiber.Handler) {
 	s.app.Options(path, browserCORS)
-	s.app.Add(method, path, append([]fiber.Handler{browserCORS}, handlers...)...)
+	s.limitedRoute(method, path, append([]fiber.Handler{browserCORS}, handlers...)...)
 }

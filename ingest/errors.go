@@ -106,9 +106,15 @@ type styleKey struct{}
 
 var defaultStyle = errorStyle{internalMessage: "Internal server error"}
 
+// withStyle sets the route's error style; it is also where a query string
+// or path that is not text is refused (withTextParams), now that the
+// refusal renders in the route's envelope.
 func withStyle(s errorStyle) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		c.Locals(styleKey{}, s)
+		if err := paramsError(c); err != nil {
+			return err
+		}
 		return c.Next()
 	}
 }
@@ -128,6 +134,7 @@ func (s *Server) handleError(c *fiber.Ctx, err error) error {
 		id := newRequestID()
 		c.Locals(requestIDKey{}, id)
 		c.Set(headerRequestID, id)
+		c.Set(headerNoSniff, "nosniff")
 	}
 	style := routeStyle(c)
 	code, message, details := ledger.EInternal, "", map[string]any(nil)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partnertrack/partnertrack/ledger"
 	"github.com/partnertrack/partnertrack/ledger/postgres/pgtest"
 	"github.com/partnertrack/partnertrack/ledger/stripetest"
 	"github.com/partnertrack/partnertrack/ratelimit"
@@ -161,5 +162,113 @@ func TestRateLimitHoldsUnderAFloodOfIPs(t *testing.T) {
 		if n := mem.Len(); n > 640 {
 			t.Fatalf("the limiter holds %d keys, bound 640", n)
 		}
+	}
+}
+
+// A lone surrogate escape is refused in every string. encoding/json reads
+// "\ud800", "\udfff" and "\ufffd" all as U+FFFD, so before, three sales
+// whose transaction_id differed only there were one id: the second
+// answered 409 with the first one's sale_id, and a refund of one refunded
+// the other. U+FFFD itself, escaped or not, is a character like any other.
+func TestLoneSurrogateIDsNeverMerge(t *testing.T) {
+	b := setup(t)
+	w := MustWorld(t, b.app)
+	sale := func(idJSON string) response {
+		click := mustClick(t, b, w.programID, w.linkID, w.partnerID)
+		return do(t, b.app, req{"POST", salePath, `{"transaction_id": "txn-` + idJSON + `", "amount_cents": 1000, "click_id": "` + click + `"}`, bearer(w.liveKey)})
+	}
+	if r := sale(`\ufffd`); r.Status != 200 {
+		t.Fatalf("sale with an escaped U+FFFD: %d %s", r.Status, r.Raw)
+	}
+	for _, lone := range []string{`\ud800`, `\udfff`, `\udfff\ud800`} {
+		r := sale(lone)
+		if r.Status != 400 || r.Body["error"].(map[string]any)["message"] != ledger.MsgSaleTransactionID {
+			t.Fatalf("sale with %s: %d %s", lone, r.Status, r.Raw)
+		}
+		r = do(t, b.app, req{"POST", refundPath, `{"transaction_id": "txn-` + lone + `", "refund_amount_cents": 100}`, bearer(w.liveKey)})
+		if r.Status != 400 || r.Body["error"].(map[string]any)["message"] != ledger.MsgRefundTransactionID {
+			t.Fatalf("refund of %s: %d %s", lone, r.Status, r.Raw)
+		}
+	}
+	var sales, refunds int
+	b.db.QueryRow(`SELECT (SELECT count(*) FROM sales), (SELECT count(*) FROM refunds)`).Scan(&sales, &refunds)
+	if sales != 1 || refunds != 0 {
+		t.Fatalf("%d sales and %d refunds stored, want the one sale", sales, refunds)
+	}
+	// The U+FFFD sale is reached by its own id, sent raw or escaped.
+	r := do(t, b.app, req{"POST", refundPath, `{"transaction_id": "txn-` + "\uFFFD" + `", "refund_amount_cents": 100}`, bearer(w.liveKey)})
+	if r.Status != 200 {
+		t.Fatalf("refund of the U+FFFD sale: %d %s", r.Status, r.Raw)
+	}
+}
+
+// Every decoder refuses a string holding a lone surrogate escape as a
+// value of the wrong shape (the field's own message), the lean one of the
+// click path as well; a valid pair is read as its character.
+func TestDecodersRefuseLoneSurrogates(t *testing.T) {
+	body := `{"s": "a\ud800", "pair": "\ud83d\ude00", "list": ["x", "\udfff"], "obj": {"s": "\udc00"}, "bs": "\\ud800"}`
+	c, release := fiberCtx(body)
+	defer release()
+	f, err := parseFields(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lf, err := parseLean(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !f.String("s").Bad || !f.Text("s").Bad || !f.Strings("list").Bad || !f.Object("obj").Value.String("s").Bad {
+		t.Fatal("fields took a lone surrogate")
+	}
+	if !lf.String("s").Bad || !lf.Object("obj").Value.String("s").Bad {
+		t.Fatal("leanFields took a lone surrogate")
+	}
+	for _, s := range []ledger.Input[string]{f.String("pair"), lf.String("pair")} {
+		if !s.OK() || s.Value != "\U0001F600" {
+			t.Fatalf("a surrogate pair: %+v", s)
+		}
+	}
+	for _, s := range []ledger.Input[string]{f.String("bs"), lf.String("bs")} {
+		if !s.OK() || s.Value != `\ud800` {
+			t.Fatalf("an escaped backslash: %+v", s)
+		}
+	}
+
+	// Through the routes: each field answers its own message, nothing stored.
+	b := setup(t)
+	w := MustWorld(t, b.app)
+	click := mustClick(t, b, w.programID, w.linkID, w.partnerID)
+	for _, tc := range []struct {
+		desc, path, body, want string
+		header                 map[string]string
+	}{
+		{"sale transaction_id", salePath, `{"transaction_id": "\udc00", "amount_cents": 100, "click_id": "` + click + `"}`, ledger.MsgSaleTransactionID, bearer(w.liveKey)},
+		{"sale line_items", salePath, `{"transaction_id": "t1", "amount_cents": 100, "click_id": "` + click + `", "line_items": [{"sku": "\ud800"}]}`, ledger.MsgLineItems, bearer(w.liveKey)},
+		{"refund transaction_id", refundPath, `{"transaction_id": "\ud800", "refund_amount_cents": 1}`, ledger.MsgRefundTransactionID, bearer(w.liveKey)},
+		{"lead customer_key", "/api/v1/track/lead", `{"click_id": "` + click + `", "customer_key": "u\ud800"}`, "", nil},
+		{"operator program name", "/api/operator/v1/programs", `{"workspace_id": ` + itoa(w.workspaceID) + `, "name": "\udfff", "domain": "a.example", "commission_type": "fixed", "commission_rate": 5}`, "", operator()},
+		{"operator partner email", "/api/operator/v1/programs/" + itoa(w.programID) + "/partners", `{"email": "x\ud800@p.example", "name": "X"}`, "", operator()},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			r := do(t, b.app, req{"POST", tc.path, tc.body, tc.header})
+			msg, _ := r.Body["error"].(map[string]any)["message"].(string)
+			if r.Status != 400 || msg == "" || (tc.want != "" && msg != tc.want) {
+				t.Fatalf("%d %s", r.Status, r.Raw)
+			}
+			// The same message as a value of the wrong type in that field.
+			if tc.want == "" {
+				wrong := strings.Replace(tc.body, `"u\ud800"`, `5`, 1)
+				wrong = strings.Replace(wrong, `"\udfff"`, `5`, 1)
+				wrong = strings.Replace(wrong, `"x\ud800@p.example"`, `5`, 1)
+				if r2 := do(t, b.app, req{"POST", tc.path, wrong, tc.header}); r2.Body["error"].(map[string]any)["message"] != msg {
+					t.Fatalf("message %q, for a number %s", msg, r2.Raw)
+				}
+			}
+		})
+	}
+	var n int
+	b.db.QueryRow(`SELECT (SELECT count(*) FROM sales) + (SELECT count(*) FROM leads) + (SELECT count(*) FROM programs) - 1 + (SELECT count(*) FROM enrollments) - 1`).Scan(&n)
+	if n != 0 {
+		t.Fatalf("%d rows stored from strings with lone surrogates", n)
 	}
 }

@@ -166,7 +166,9 @@ func (f leanFields) raw(name string) []byte {
 	return nil
 }
 
-// String reads a JSON string; one holding NUL is of the wrong shape.
+// String reads a JSON string; one holding NUL or a lone surrogate escape
+// is of the wrong shape, as in fields.String. Both need an escape, so a
+// string without one is taken as it is.
 func (f leanFields) String(name string) ledger.Input[string] {
 	v := f.raw(name)
 	if v == nil {
@@ -175,8 +177,14 @@ func (f leanFields) String(name string) ledger.Input[string] {
 	if v[0] != '"' {
 		return ledger.BadInput[string]()
 	}
+	if bytes.IndexByte(v, '\\') < 0 {
+		return ledger.Some(unquote(v))
+	}
+	if ledger.HasLoneSurrogate(v) {
+		return ledger.BadInput[string]()
+	}
 	s := unquote(v)
-	if bytes.IndexByte(v, '\\') >= 0 && containsNUL(s) {
+	if containsNUL(s) {
 		return ledger.BadInput[string]()
 	}
 	return ledger.Some(s)

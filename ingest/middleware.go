@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
-
-	"github.com/partnertrack/partnertrack/ledger"
 )
 
 type requestIDKey struct{}
@@ -125,11 +123,12 @@ func (s *Server) withDeadline(c *fiber.Ctx) error {
 
 // withBodyLimit refuses bodies over 64 KiB, except on the processor
 // webhook routes, which take up to 1 MiB (the app-wide limit that the
-// server enforces while reading).
-func withBodyLimit(limit int) fiber.Handler {
+// server enforces while reading), and on the rate-limited routes, whose
+// limiter refuses them itself with the route's headers (limitedRoute).
+func (s *Server) withBodyLimit(limit int) fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		if len(c.Body()) > limit && !isWebhookPath(c.Path()) {
-			return ledger.NewError(ledger.EPayloadTooLarge, fmt.Sprintf("Request body too large (limit %d bytes)", limit))
+		if len(c.Body()) > limit && !isWebhookPath(c.Path()) && !s.isLimitedRoute(c.Method(), c.Path()) {
+			return errBodyTooLarge(limit)
 		}
 		return c.Next()
 	}

@@ -3,9 +3,13 @@ package ingest
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/partnertrack/partnertrack/ledger"
+	"github.com/partnertrack/partnertrack/ledger/postgres"
 )
 
 func TestOperatorAPI(t *testing.T) {
@@ -164,4 +168,31 @@ func TestHealth(t *testing.T) {
 	if r := do(t, b.app, req{"GET", "/readyz", nil, nil}); r.Status != 503 || r.Body["status"] != "unavailable" {
 		t.Fatalf("readyz with every backend down: %d %s", r.Status, r.Raw)
 	}
+}
+
+// The synthetic test partner exists for the CLI's test events and the
+// synthetic chain: a normal link of it would send real clicks, and pay
+// real commissions, to a partner nobody is. The operator API refuses one
+// (a test link is made only by the fixture), and stores nothing.
+func TestOperatorRefusesNormalLinkForTestPartner(t *testing.T) {
+	b := setup(t)
+	w := MustWorld(t, b.app)
+	fx, err := postgres.NewSyntheticStore(b.db.DB).EnsureFixture(context.Background(), w.programID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, active := range []bool{true, false} {
+		r := do(t, b.app, req{"POST", "/api/operator/v1/programs/" + itoa(w.programID) + "/links",
+			map[string]any{"partner_id": fx.PartnerID, "code": "real-" + strconv.FormatBool(active), "active": active}, operator()})
+		if r.Status != 400 || r.Body["error"].(map[string]any)["message"] != ledger.MsgTestPartnerLink {
+			t.Fatalf("normal link (active %v) for the test partner: %d %s", active, r.Status, r.Raw)
+		}
+	}
+	var n int
+	if err := b.db.QueryRow(`SELECT count(*) FROM links WHERE partner_id = $1 AND NOT is_test`, fx.PartnerID).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("%d normal links of the test partner stored (%v)", n, err)
+	}
+	// A real partner still gets its links.
+	mustOK(t, do(t, b.app, req{"POST", "/api/operator/v1/programs/" + itoa(w.programID) + "/links",
+		map[string]any{"partner_id": w.partnerID, "code": "second-" + itoa(w.programID)}, operator()}), 201)
 }

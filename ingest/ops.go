@@ -30,13 +30,15 @@ const (
 )
 
 // opsRoutes mounts /metrics (open: keep it behind the network boundary) and
-// the asynq dashboard at /ops/queues (operator token), when configured.
+// the asynq dashboard at /ops/queues (operator token, security headers, no
+// cross-site changes), when configured.
 func (s *Server) opsRoutes() {
 	if s.metricsHandler != nil {
 		s.app.Get("/metrics", adaptor.HTTPHandler(s.metricsHandler))
 	}
 	if s.queuesHandler != nil {
-		s.app.Use(queuesPath, withStyle(defaultStyle), s.requireOpsToken, s.opsReadOnly, adaptor.HTTPHandler(s.queuesHandler))
+		s.app.Use(queuesPath, withStyle(defaultStyle), s.opsSecurityHeaders, s.requireOpsToken, s.opsSameOrigin, s.opsReadOnly,
+			adaptor.HTTPHandler(s.queuesHandler))
 	}
 }
 

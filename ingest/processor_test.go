@@ -161,7 +161,8 @@ func TestBrandStripeWebhook(t *testing.T) {
 	r := do(t, b.app, stripeDelivery(path, payload, stripetest.Sign(payload, "whsec_brand_own", time.Now())))
 	wantRefused(t, r, 400, msgStripeNoSecret)
 
-	if _, err := b.db.Exec(`UPDATE programs SET stripe_webhook_secret = 'whsec_brand_own' WHERE id = $1`, w.programID); err != nil {
+	if _, err := postgres.NewProgramService(b.db.DB).UpdateSettings(context.Background(), w.programID,
+		ledger.SettingsInput{StripeWebhookSecret: ledger.Some("whsec_brand_own")}); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {

@@ -40,8 +40,10 @@ func tokenBucket(tok string) string {
 }
 
 // rateLimit counts the request in bucket and refuses it with 429 before
-// the handler runs once the limit is reached. Every response of the route
-// carries the X-RateLimit headers.
+// the handler runs once the limit is reached, then refuses a body over
+// the limit with 413 (see limitedRoute). Every response of the route
+// carries the X-RateLimit headers, and a refusal here the rotation headers
+// of a marked program key (refusal.go).
 func (s *Server) rateLimit(bucket string, limit int, key limitKey) fiber.Handler {
 	limitHeader := strconv.Itoa(limit)
 	return func(c *fiber.Ctx) error {
@@ -64,11 +66,14 @@ func (s *Server) rateLimit(bucket string, limit int, key limitKey) fiber.Handler
 		if !res.Allowed {
 			retry := res.RetryAfterSeconds(s.limiter.Now())
 			c.Set(fiber.HeaderRetryAfter, strconv.Itoa(retry))
-			return (&ledger.Error{
+			return s.refuse(c, &ledger.Error{
 				Code:    ledger.ERateLimited,
 				Message: "Too many requests. Retry after " + strconv.Itoa(retry) + " seconds.",
 				Details: map[string]any{"retry_after_seconds": retry},
 			})
+		}
+		if len(c.Body()) > maxBodyBytes {
+			return s.refuse(c, errBodyTooLarge(maxBodyBytes))
 		}
 		return c.Next()
 	}

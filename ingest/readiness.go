@@ -21,9 +21,9 @@ var (
 // programMeRoutes registers the routes of the key's own program.
 func (s *Server) programMeRoutes() {
 	key := s.requireProgramKey(keyAuth{typed: true})
-	s.app.Get("/api/v1/programs/me/readiness", withStyle(readinessStyle),
+	s.limitedRoute("GET", "/api/v1/programs/me/readiness", withStyle(readinessStyle),
 		s.rateLimit("readiness", limitReadiness, byToken), key, s.readiness)
-	s.app.Get("/api/v1/programs/me/analytics/sources", withStyle(sourcesStyle),
+	s.limitedRoute("GET", "/api/v1/programs/me/analytics/sources", withStyle(sourcesStyle),
 		s.rateLimit("sources", limitSources, byToken), key, s.analyticsSources)
 }
 

@@ -7,12 +7,15 @@ import (
 )
 
 // routes registers every route of the edge. Global middleware runs in the
-// order request id, recovery, access log, deadline, body limit; each route
-// then lists its error style, CORS (browser routes only), rate limit and
-// authentication before its handler.
+// order nosniff, request id, recovery, access log, deadline, body limit;
+// each route then lists its error style, CORS (browser routes only), rate
+// limit and authentication before its handler.
 func (s *Server) routes() {
 	app := s.app
-	app.Use(withRequestID, s.withMetrics, s.withRecover, s.withAccessLog, s.withDeadline, withBodyLimit(maxBodyBytes))
+	app.Use(withNoSniff, withRequestID, s.withMetrics, s.withRecover, s.withAccessLog, s.withDeadline, s.withBodyLimit(maxBodyBytes))
+	// A query string or path that is not text is refused in the route's
+	// envelope, once its error style is set (params.go).
+	app.Use(withTextParams)
 
 	// Operations.
 	app.Get("/healthz", s.healthz)
@@ -47,8 +50,8 @@ func (s *Server) processorRoutes() {
 // trackingRoutes are the /api/v1/track/* endpoints of the spec.
 func (s *Server) trackingRoutes() {
 	// Sales and refunds: see saleChain and refundChain.
-	s.app.Post("/api/v1/track/sale", s.saleChain(s.trackSale)...)
-	s.app.Post("/api/v1/track/refund", s.refundChain(s.trackRefund)...)
+	s.limitedRoute("POST", "/api/v1/track/sale", s.saleChain(s.trackSale)...)
+	s.limitedRoute("POST", "/api/v1/track/refund", s.refundChain(s.trackRefund)...)
 	// Clicks, visits and the tracker config.
 	s.browserRoute("POST", "/api/v1/track/click", withStyle(clickStyle), s.rateLimit("click", limitClick, byIP),
 		s.requireProgramKey(keyAuth{optional: true}), s.trackClick)
@@ -62,12 +65,12 @@ func (s *Server) trackingRoutes() {
 // calls with a dashboard token.
 func (s *Server) dashboardRoutes() {
 	dashboard := s.requireSession(ledger.DashboardSession)
-	s.app.Post("/api/v1/auth/session", withStyle(signInStyle), s.rateLimit("signin", limitSignIn, byIP), s.signIn)
+	s.limitedRoute("POST", "/api/v1/auth/session", withStyle(signInStyle), s.rateLimit("signin", limitSignIn, byIP), s.signIn)
 	s.app.Delete("/api/v1/auth/session", withStyle(defaultStyle), dashboard, s.signOut)
 	s.app.Get("/api/tracking/events/:programId", withStyle(defaultStyle), dashboard, s.listTrackingEvents)
-	s.app.Get("/api/v1/programs/:id/settings", withStyle(defaultStyle),
+	s.limitedRoute("GET", "/api/v1/programs/:id/settings", withStyle(defaultStyle),
 		s.rateLimit("settings_get", limitSettings, byToken), dashboard, s.getSettings)
-	s.app.Patch("/api/v1/programs/:id/settings", withStyle(defaultStyle),
+	s.limitedRoute("PATCH", "/api/v1/programs/:id/settings", withStyle(defaultStyle),
 		s.rateLimit("settings_patch", limitSettings, byToken), dashboard, s.patchSettings)
 	s.app.Post("/api/v1/programs/:id/api-key", withStyle(defaultStyle), dashboard, s.generateAPIKey)
 	// Outbound webhooks (owner or admin) and the advertiser's notifications

@@ -95,6 +95,9 @@ type Server struct {
 	requests       RequestObserver
 	metricsHandler http.Handler
 	queuesHandler  http.Handler
+	opsCSP         string           // Content-Security-Policy of the asynq dashboard
+	limitedRoutes  []limitedPattern // routes whose rate limiter refuses oversized bodies (limitedRoute)
+	keys           keyMemory        // program keys looked up lately, for refusals
 }
 
 // Options are the optional parts of a Server.
@@ -148,6 +151,9 @@ func New(cfg Config, svc Services, opts Options) *Server {
 		programChanged: opts.ProgramChanged,
 		devices:        enrich.NewDevices(userAgentCacheSize), geo: opts.GeoDB, tracker: renderTracker(cfg.BrandPrefix),
 		requests: opts.Requests, metricsHandler: opts.Metrics, queuesHandler: opts.Queues}
+	if s.queuesHandler != nil {
+		s.opsCSP = queuesCSP(s.queuesHandler)
+	}
 	s.app = fiber.New(fiber.Config{
 		AppName:               "partnertrack",
 		ErrorHandler:          s.handleError,

@@ -167,9 +167,15 @@ func TestPatchSettings(t *testing.T) {
 		if d["stripe_webhook_secret_set"] != true || strings.Contains(string(r.Raw), secret) {
 			t.Fatalf("after setting: %s", r.Raw)
 		}
+		// Stored sealed (ledger/secretbox), read back in clear by the
+		// processor webhook.
 		var stored string
-		if err := b.db.QueryRow(`SELECT stripe_webhook_secret FROM programs WHERE id = $1`, w.programID).Scan(&stored); err != nil || stored != secret {
+		if err := b.db.QueryRow(`SELECT stripe_webhook_secret FROM programs WHERE id = $1`, w.programID).Scan(&stored); err != nil ||
+			!strings.HasPrefix(stored, "enc:") || strings.Contains(stored, "s3cr3t") {
 			t.Fatalf("stored = %q, %v", stored, err)
+		}
+		if got, err := b.srv.svc.Processor.WebhookSecret(context.Background(), w.programID); err != nil || got != secret {
+			t.Fatalf("read back %q, %v", got, err)
 		}
 		got := do(t, app, req{"GET", path, nil, bearer(w.ownerToken)})
 		if strings.Contains(string(got.Raw), secret) || got.Body["data"].(map[string]any)["stripe_webhook_secret_set"] != true {

@@ -74,8 +74,8 @@ func TestExactMajorToMinorOutOfRange(t *testing.T) {
 }
 
 // line_items is stored as sent in a jsonb column: values Postgres cannot
-// store there (a NUL character, a number beyond its range) are refused;
-// lone surrogates become U+FFFD, as in every other string.
+// store there (a NUL character, a number beyond its range) are refused,
+// and so is a lone surrogate escape, which would be stored as U+FFFD.
 func TestSaleLineItemsStorable(t *testing.T) {
 	now := time.Date(2026, 3, 15, 12, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
@@ -85,7 +85,9 @@ func TestSaleLineItemsStorable(t *testing.T) {
 		{"NUL in a key", `{"a\u0000":1}`, MsgLineItems, ""},
 		{"number beyond numeric", `[1e200000]`, MsgLineItems, ""},
 		{"number beyond a double", `[1e400]`, MsgLineItems, ""},
-		{"lone surrogate", `["a\ud800b"]`, "", `["a` + "\uFFFD" + `b"]`},
+		{"lone surrogate", `["a\ud800b"]`, MsgLineItems, ""},
+		{"lone low surrogate in a key", `{"\udfff":1}`, MsgLineItems, ""},
+		{"surrogate pair", `["\ud83d\ude00"]`, "", `["` + "\U0001F600" + `"]`},
 		{"big integer kept exact", `[{"qty":12345678901234567890}]`, "", `[{"qty":12345678901234567890}]`},
 		{"ordinary", `[{"sku":"a","qty":2,"price":19.99}]`, "", `[{"price":19.99,"qty":2,"sku":"a"}]`},
 		{"deep", strings.Repeat("[", 500) + strings.Repeat("]", 500), "", strings.Repeat("[", 500) + strings.Repeat("]", 500)},
@@ -115,5 +117,41 @@ func TestStorableJSONReplacesNUL(t *testing.T) {
 	}
 	if _, ok := StorableJSON([]byte(`{} {}`), true); ok {
 		t.Fatal("two values were taken as one")
+	}
+}
+
+// HasLoneSurrogate finds \u escapes of surrogates that are not a valid
+// pair, which encoding/json would read as U+FFFD.
+func TestHasLoneSurrogate(t *testing.T) {
+	for _, tc := range []struct {
+		desc, raw string
+		want      bool
+	}{
+		{"high at the end", `"txn-\ud800"`, true},
+		{"low at the end", `"txn-\udfff"`, true},
+		{"upper-case hex", `"\uD800x"`, true},
+		{"high then a letter escape", `"\ud800\u0041"`, true},
+		{"high then a high", `"\ud800\ud800"`, true},
+		{"high then another escape", `"\ud800\n"`, true},
+		{"high cut short", `"\ud800\udc"`, true},
+		{"low then high", `"\udc00\ud800"`, true},
+		{"in a key", `{"\udc00":1}`, true},
+		{"second of two pairs broken", `["\ud83d\ude00","\ud83d"]`, true},
+		{"valid pair", `"\ud83d\ude00"`, false},
+		{"U+FFFD escaped", `"txn-\ufffd"`, false},
+		{"U+FFFD raw", "\"txn-\uFFFD\"", false},
+		{"escaped backslash before u", `"\\ud800"`, false},
+		{"escaped backslash, then a real escape", `"\\\ud800"`, true},
+		{"ordinary escapes", `"a\n\t\"\u00e9\u0000"`, false},
+		{"no escapes", `{"a":[1,2,"b"]}`, false},
+		{"empty", ``, false},
+		{"trailing backslash", `\`, false},
+		{"short u escape", `"\u12"`, false},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			if got := HasLoneSurrogate([]byte(tc.raw)); got != tc.want {
+				t.Fatalf("HasLoneSurrogate(%s) = %v, want %v", tc.raw, got, tc.want)
+			}
+		})
 	}
 }

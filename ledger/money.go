@@ -76,6 +76,42 @@ func ExactMajorToMinor(major decimal.Decimal, c Currency) (int64, bool) {
 	return shifted.IntPart(), true
 }
 
+// MaxAmountCents is the largest amount_cents of a sale and the largest
+// refund_amount_cents a refund may carry: 10^12 minor units (ten billion
+// dollars or euros). A larger amount is refused with the field's message.
+// With every amount at most this, a sum of amounts stays exact in int64
+// for more than nine million rows at the ceiling; Postgres sums bigint
+// columns in numeric, and ClampMinor reads such a sum back without error.
+const MaxAmountCents int64 = 1_000_000_000_000
+
+// ClampMinor reads an exact sum of minor units (a Postgres numeric) into
+// int64, saturated at the bounds of int64 instead of failing: below
+// MaxAmountCents per row no real sum reaches them, and a read of a
+// balance or a report must never fail on old rows stored before the
+// ceiling existed.
+func ClampMinor(sum decimal.Decimal) int64 {
+	switch {
+	case sum.GreaterThan(maxMinor):
+		return math.MaxInt64
+	case sum.LessThan(minMinor):
+		return math.MinInt64
+	}
+	return sum.IntPart()
+}
+
+// AddMinor adds two amounts in minor units, saturated at the bounds of
+// int64 like ClampMinor (a report's totals over many sums).
+func AddMinor(a, b int64) int64 {
+	sum := a + b
+	switch {
+	case a > 0 && b > 0 && sum < 0:
+		return math.MaxInt64
+	case a < 0 && b < 0 && sum >= 0:
+		return math.MinInt64
+	}
+	return sum
+}
+
 // The range of minor units (int64).
 var (
 	maxMinor = decimal.NewFromInt(math.MaxInt64)

@@ -49,11 +49,14 @@ const (
 
 // Messages of the partner services.
 const (
-	MsgPartnerName      = "name must be a string of 1 to 200 characters"
-	MsgLinkCode         = "code must be 1 to 64 letters, digits, '-' or '_'"
-	MsgLinkCodeTaken    = "code is already used by another link"
-	MsgLinkActive       = "active must be a boolean"
-	MsgPartnerID        = "partner_id must be the id of a partner of this program"
+	MsgPartnerName   = "name must be a string of 1 to 200 characters"
+	MsgLinkCode      = "code must be 1 to 64 letters, digits, '-' or '_'"
+	MsgLinkCodeTaken = "code is already used by another link"
+	MsgLinkActive    = "active must be a boolean"
+	MsgPartnerID     = "partner_id must be the id of a partner of this program"
+	// MsgTestPartnerLink refuses a normal link of the synthetic test
+	// partner, whose only link is the test link the CLI's fixture makes.
+	MsgTestPartnerLink  = "partner_id is the program's test partner, which takes no normal links"
 	MsgProcessorAcct    = "account_id must be a connected account id (acct_...)"
 	MsgProcessorTaken   = "account_id is already connected to another program"
 	MsgScopes           = "scopes must be a non-empty array of: programs:read, programs:write"

@@ -61,12 +61,17 @@ const (
 	MsgProgramName          = "name must be a string of 1 to 200 characters"
 	MsgProgramDomain        = "domain must be a host name such as example.com"
 	MsgCommissionRateMax    = "commission_rate of a fixed commission cannot exceed 1000000000"
+	MsgCommissionRatePlaces = "commission_rate must have at most 4 decimal places"
 )
 
 // MaxFixedCommission bounds a fixed commission (major units of the
 // program's currency): 10^9, in minor units 10^11 at most, so that every
 // commission, and the sum of many in a balance, fits in 64 bits.
 var MaxFixedCommission = decimal.NewFromInt(1_000_000_000)
+
+// MaxCommissionRatePlaces is the most decimal places a commission_rate
+// may have.
+const MaxCommissionRatePlaces = 4
 
 // MsgInvalidCommissionType is the spec's message for an unknown type.
 func MsgInvalidCommissionType(v string) string {
@@ -161,7 +166,12 @@ func (in ProgramInput) apply(p *Program) error {
 		if in.CommissionRate.Bad || !r.IsPositive() {
 			return NewError(EInvalid, MsgCommissionRate)
 		}
-		p.CommissionRate = r
+		// Four places are finer than any rate a brand sets (0.0001 %) and
+		// keep the stored numeric short; trailing zeros are not places.
+		if !r.Equal(r.Truncate(MaxCommissionRatePlaces)) {
+			return NewError(EInvalid, MsgCommissionRatePlaces)
+		}
+		p.CommissionRate = r.Truncate(MaxCommissionRatePlaces)
 	}
 	// The cap depends on the type, so it is checked against the result
 	// whichever of the two fields changed.

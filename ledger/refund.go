@@ -68,7 +68,7 @@ func (r RefundRequest) Validate() (RefundInput, error) {
 	}
 	in.TransactionID = r.TransactionID.Value
 	if v := r.RefundAmountCents; v.Present {
-		if v.Bad || v.Value < 0 {
+		if v.Bad || v.Value < 0 || v.Value > MaxAmountCents {
 			return in, NewError(EInvalid, MsgRefundAmount)
 		}
 		in.AmountCents = v.Value

@@ -148,7 +148,7 @@ func (r SaleRequest) Validate(now time.Time) (*Sale, error) {
 		return nil, NewError(EInvalid, MsgSaleTransactionID)
 	}
 	switch a := r.AmountCents; {
-	case a.OK() && a.Value > 0:
+	case a.OK() && a.Value > 0 && a.Value <= MaxAmountCents:
 		s.AmountCents = a.Value
 	case !a.Present && test:
 		// left 0: one major unit of the sale's currency, set once it is known

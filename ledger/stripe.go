@@ -31,6 +31,7 @@ const (
 	SkipNotSubscription    = "invoice of no subscription: one-time payments are recorded from checkout.session.completed"
 	SkipInvoicePaymentOpen = "invoice payment not paid"
 	SkipNoRefund           = "charge has no refunded amount"
+	SkipAboveCeiling       = "amount above the ceiling of 1000000000000 minor units: not recorded"
 )
 
 // DecodeStripeEvent reads a Stripe event exactly as it was signed and works
@@ -64,6 +65,11 @@ func DecodeStripeEvent(payload []byte) (*PaymentEvent, error) {
 	}
 	if err != nil {
 		return nil, Errorf(EInvalid, "undecodable %s object: %v", e.Type, err)
+	}
+	// The sale endpoint refuses such an amount; a processor event cannot be
+	// refused, so it is skipped with the reason in its outcome.
+	if e.Action == ActionSale && e.Skip == "" && e.AmountCents > MaxAmountCents {
+		e.Skip = SkipAboveCeiling
 	}
 	return e, nil
 }

@@ -49,6 +49,19 @@ func Up(ctx context.Context, db *sql.DB, logger *slog.Logger) error {
 	return nil
 }
 
+// UpTo applies the pending migrations up to and including version (tests
+// of a migration start from the schema before it). It never closes db.
+func UpTo(ctx context.Context, db *sql.DB, version int64) error {
+	p, err := newProvider(db, nil)
+	if err != nil {
+		return err
+	}
+	if _, err := p.UpTo(ctx, version); err != nil {
+		return fmt.Errorf("migrations: up to %d: %w", version, err)
+	}
+	return nil
+}
+
 // Versions reports the schema version of the database and the newest
 // embedded migration.
 func Versions(ctx context.Context, db *sql.DB) (current, target int64, err error) {

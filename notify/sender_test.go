@@ -257,7 +257,7 @@ func TestSenderRefusesPrivateTargets(t *testing.T) {
 			t.Fatalf("%s: %v, want a final refusal", url, err)
 		}
 		log := b.attempts(t, e.ID)
-		if len(log) != 1 || log[0].StatusCode != nil || !strings.Contains(log[0].Error, "private") {
+		if len(log) != 1 || log[0].StatusCode != nil || log[0].Error != notify.ReasonBlocked {
 			t.Fatalf("%s: delivery log %+v", url, log)
 		}
 	}

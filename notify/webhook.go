@@ -192,9 +192,6 @@ func NewSender(cfg SenderConfig) *Sender {
 	}
 }
 
-// maxLoggedError bounds an error kept in the delivery log.
-const maxLoggedError = 500
-
 // Deliver sends one message to its endpoint; attempt counts the attempts
 // of this message, from 1. It returns nil when the endpoint accepted the
 // message, when it had already, and when the endpoint was deleted; a
@@ -252,12 +249,9 @@ func (s *Sender) Deliver(ctx context.Context, m ledger.WebhookMessage, attempt i
 	if status != 0 {
 		a.StatusCode = &status
 	}
-	if err != nil {
-		a.Error = err.Error()
-		if len(a.Error) > maxLoggedError {
-			a.Error = a.Error[:maxLoggedError]
-		}
-	}
+	// Brand admins read the log: a generic reason, never the resolved
+	// address; the returned error (the worker's log) keeps the details.
+	a.Error = Reason(err)
 	if lerr := s.cfg.Store.LogWebhookAttempt(context.WithoutCancel(ctx), a); lerr != nil {
 		s.cfg.Logger.Warn("webhook delivery not logged", "endpoint_id", m.EndpointID, "message_id", m.MessageID, "err", lerr)
 	}
@@ -278,7 +272,7 @@ func (s *Sender) post(ctx context.Context, t *ledger.WebhookTarget, m ledger.Web
 	ts := s.cfg.Now().Unix()
 	sig, err := Sign(t.Secret, m.MessageID, ts, []byte(m.Body))
 	if err != nil {
-		return 0, err
+		return 0, &signError{err}
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.URL, strings.NewReader(m.Body))
 	if err != nil {

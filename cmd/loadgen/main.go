@@ -83,6 +83,9 @@ func benchCmd() *cobra.Command {
 				return err
 			}
 			cfg.Self = self
+			if cfg.Only != "" && write != "" {
+				return fmt.Errorf("--only measures one phase: it does not write %s", write)
+			}
 			doc, err := bench.Run(cmd.Context(), cfg)
 			if err != nil {
 				return fmt.Errorf("bench: %w", err)
@@ -103,6 +106,7 @@ func benchCmd() *cobra.Command {
 	f.BoolVar(&cfg.Quick, "quick", false, "short phases: a smoke check of the bench, not a measurement")
 	f.IntVar(&cfg.Conns, "conns", 64, "connections of the max runs")
 	f.StringVar(&cfg.Command, "command", "loadgen bench", "the command recorded in the written document")
+	f.StringVar(&cfg.Only, "only", "", "run one phase alone and print its row and target: redis-kill")
 	f.StringVar(&write, "write", "", "write the results as Markdown to this file (docs/performance.md)")
 	return cmd
 }

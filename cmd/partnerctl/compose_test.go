@@ -77,10 +77,19 @@ func TestComposeFile(t *testing.T) {
 	for _, k := range []string{"DATABASE_URL", "REDIS_URL", "LISTEN_ADDR", "PUBLIC_BASE_URL", "OPERATOR_TOKEN",
 		"STRIPE_WEBHOOK_SECRET", "OIDC_ISSUER_URL", "OIDC_CLIENT_ID", "TRUSTED_PROXIES", "BRAND_PREFIX",
 		"RATE_LIMIT_STORE", "GEOIP_DB_PATH", "PLATFORM_FEE_PERCENT", "WEBHOOK_ALLOW_PRIVATE_TARGETS",
-		"OPS_QUEUES_READONLY", "LOG_LEVEL", "LOG_FORMAT", "QUEUE_NAMESPACE"} {
+		"OPS_QUEUES_READONLY", "LOG_LEVEL", "LOG_FORMAT", "QUEUE_NAMESPACE", "SECRETS_KEY"} {
 		known[k] = true
 	}
 	env := f.Services["edge"].Environment
+	// Every process seals or opens signing secrets: all get the same key.
+	for name, s := range f.Services {
+		if name == "postgres" || name == "redis" {
+			continue
+		}
+		if s.Environment["SECRETS_KEY"] != env["SECRETS_KEY"] || env["SECRETS_KEY"] == "" {
+			t.Errorf("service %s has SECRETS_KEY %q, want the edge's %q", name, s.Environment["SECRETS_KEY"], env["SECRETS_KEY"])
+		}
+	}
 	for k := range env {
 		if !known[k] {
 			t.Errorf("edge sets %s, which the configuration does not read", k)

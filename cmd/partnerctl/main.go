@@ -1,7 +1,8 @@
 // Command partnerctl is the operator's tool: `partnerctl migrate` creates
 // the database when missing and applies the migrations; `partnerctl dev`
 // does the same and then runs the edge, a worker serving every queue and
-// the scheduler in one process, for a laptop.
+// the scheduler in one process, for a laptop; `partnerctl secrets` makes
+// and rotates SECRETS_KEY.
 package main
 
 import (
@@ -30,6 +31,6 @@ func newRootCommand(getenv func(string) string) *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newMigrateCommand(getenv), newDevCommand(getenv))
+	root.AddCommand(newMigrateCommand(getenv), newDevCommand(getenv), newSecretsCommand(getenv))
 	return root
 }

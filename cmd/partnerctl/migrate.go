@@ -51,6 +51,20 @@ func migrate(cmd *cobra.Command, cfg config.Config, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	// SQL cannot seal: secrets stored in clear before migration 00012 are
+	// sealed here, so that no deploy leaves any.
+	if cfg.Secrets == nil || cfg.Secrets.IsDev() {
+		logger.Warn(config.DevSecretsWarning)
+	}
+	db.Secrets = cfg.Secrets
+	n, err := db.ResealSecrets(ctx, false)
+	if err != nil {
+		return fmt.Errorf("%v; SECRETS_KEY must hold every key secrets were sealed with", err)
+	}
+	if n != (postgres.SealCounts{}) {
+		logger.Info("secrets stored in clear sealed", "webhook_secrets", n.WebhookSecrets, "stripe_secrets", n.StripeSecrets,
+			"key", cfg.Secrets.PrimaryID())
+	}
 	fmt.Fprintf(os.Stdout, "database at schema version %d\n", current)
 	return nil
 }

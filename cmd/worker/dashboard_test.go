@@ -5,12 +5,16 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/fetch"
+	cdplog "github.com/chromedp/cdproto/log"
 	"github.com/chromedp/chromedp"
 	"github.com/hibiken/asynq"
 
@@ -120,6 +124,7 @@ func TestQueuesDashboardInChromium(t *testing.T) {
 	allListed := strings.Join(conds, " && ")
 
 	ctx, challenges := browser(t, "operator", "op-token-for-the-browser")
+	violations := cspViolations(t, ctx)
 	page := func(path string) string {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
@@ -129,7 +134,7 @@ func TestQueuesDashboardInChromium(t *testing.T) {
 			chromedp.Poll[chromedp.Void](allListed, chromedp.WithPollingTimeout(60*time.Second)))
 		text, _ := chromedp.Run(ctx, chromedp.Evaluate[string]("document.body.innerText"))
 		if err != nil {
-			t.Fatalf("%s: %v (the page says: %.2000s)", path, err, text)
+			t.Fatalf("%s: %v (the page says: %.2000s; policy violations: %q)", path, err, text, violations())
 		}
 		return text
 	}
@@ -142,6 +147,40 @@ func TestQueuesDashboardInChromium(t *testing.T) {
 	}
 	if challenges.Load() == 0 {
 		t.Fatal("the browser was never asked for credentials: the dashboard answered without the operator token")
+	}
+	if v := violations(); len(v) > 0 {
+		t.Fatalf("the dashboard's Content-Security-Policy blocked parts of it:\n%s", strings.Join(v, "\n"))
+	}
+}
+
+// cspViolations collects what the browser logs about a
+// Content-Security-Policy refusing a script, style, font or connection of
+// the page (Chromium reports each on its Log domain), and returns a
+// function that lists them so far.
+func cspViolations(tb testing.TB, ctx context.Context) func() []string {
+	tb.Helper()
+	var mu sync.Mutex
+	var seen []string
+	entries := chromedp.Events(ctx, cdplog.EntryAdded)
+	go func() {
+		for ev, err := range entries {
+			if err != nil {
+				return
+			}
+			if ev.Entry != nil && strings.Contains(ev.Entry.Text, "Content Security Policy") {
+				mu.Lock()
+				seen = append(seen, ev.Entry.Text)
+				mu.Unlock()
+			}
+		}
+	}()
+	if _, err := chromedp.Call(ctx, cdplog.Enable, cdp.Empty{}); err != nil {
+		tb.Fatalf("browser log: %v", err)
+	}
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(seen)
 	}
 }
 

@@ -11,6 +11,11 @@
 // Only when both fail does the batch fail, and none of its clicks is
 // acknowledged.
 //
+// An outage must not stall clicks: each batch gives Redis 50 ms, and the
+// breaker (NewBreaker) opens on the first failed batch and lets one batch
+// probe Redis a second later, so at most one batch a second waits out the
+// deadline while Redis is down or hung.
+//
 // Visits take the same road on the visits queue, without records.
 package traffic
 
@@ -33,10 +38,11 @@ import (
 
 // Defaults of a pipeline.
 const (
-	DefaultMaxBatch     = 500 // clicks per task: about 200 KB of payload
-	DefaultMaxInflight  = 4   // batches written at once
-	DefaultRedisTimeout = 2 * time.Second
-	DefaultStoreTimeout = 5 * time.Second // with the Redis deadline, within the edge's 10 s request deadline
+	DefaultMaxBatch     = 500                   // clicks per task: about 200 KB of payload
+	DefaultMaxInflight  = 4                     // batches written at once
+	DefaultRedisTimeout = 50 * time.Millisecond // a healthy enqueue of a full batch takes a few ms
+	DefaultProbeEvery   = time.Second           // how long an open breaker waits before one batch probes Redis
+	DefaultStoreTimeout = 5 * time.Second       // with the Redis deadline, within the edge's 10 s request deadline
 )
 
 // Config assembles a pipeline.
@@ -44,9 +50,10 @@ type Config struct {
 	Redis     redis.UniversalClient // for the click:<id> records; ContextTimeoutEnabled
 	Queue     *asynq.Client
 	Namespace tasks.Namespace
-	// Breaker guards the Redis writes (tasks.NewRedisBreaker); nil means
-	// always try Redis first.
-	Breaker *gobreaker.CircuitBreaker[struct{}]
+	// Breaker guards the Redis writes; nil means NewBreaker("traffic-queue",
+	// OnBreakerChange).
+	Breaker         *gobreaker.CircuitBreaker[struct{}]
+	OnBreakerChange func(name string, from, to gobreaker.State)
 	// Store takes a batch directly when Redis does not.
 	Store  ledger.TrafficStore
 	Logger *slog.Logger
@@ -102,14 +109,49 @@ func New(cfg Config) *Pipeline {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.Breaker == nil {
+		cfg.Breaker = NewBreaker("traffic-queue", cfg.OnBreakerChange)
+	}
 	p := &Pipeline{cfg: cfg}
 	p.clicks = groupcommit.New(cfg.MaxBatch, cfg.MaxInflight, p.flushClicks)
 	p.visits = groupcommit.New(cfg.MaxBatch, cfg.MaxInflight, p.flushVisits)
 	return p
 }
 
+// NewBreaker returns the breaker of the click and visit writes: it opens
+// on the first failed batch (a batch that failed has already waited out
+// its deadline; the next must not), and after DefaultProbeEvery lets one
+// batch probe Redis while the others go to Postgres.
+func NewBreaker(name string, onChange func(name string, from, to gobreaker.State)) *gobreaker.CircuitBreaker[struct{}] {
+	return gobreaker.NewCircuitBreaker[struct{}](gobreaker.Settings{
+		Name:          name,
+		MaxRequests:   1,
+		Timeout:       DefaultProbeEvery,
+		ReadyToTrip:   func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= 1 },
+		OnStateChange: onChange,
+	})
+}
+
+// RedisOptions derives, from the options of a process's Redis client,
+// those of a client for clicks only: dial, read and write bounded by
+// DefaultRedisTimeout and no retries, so that a dead or hung Redis fails
+// a batch within its deadline instead of after seconds of retries.
+func RedisOptions(base *redis.Options) *redis.Options {
+	o := *base
+	o.DialTimeout = DefaultRedisTimeout
+	o.ReadTimeout = DefaultRedisTimeout
+	o.WriteTimeout = DefaultRedisTimeout
+	o.MaxRetries = -1
+	o.DialerRetries = 1
+	o.ContextTimeoutEnabled = true
+	return &o
+}
+
 // Stats returns the pipeline's counters.
 func (p *Pipeline) Stats() *Stats { return &p.stats }
+
+// Breaker is the breaker of the pipeline's Redis writes.
+func (p *Pipeline) Breaker() *gobreaker.CircuitBreaker[struct{}] { return p.cfg.Breaker }
 
 // RecordClick returns once c is durable: queued in Redis with its
 // click:<id> record, or written to Postgres.
@@ -177,9 +219,6 @@ func (p *Pipeline) flush(what string, n int, toRedis, toStore func(context.Conte
 }
 
 func (p *Pipeline) throughBreaker(fn func() error) error {
-	if p.cfg.Breaker == nil {
-		return fn()
-	}
 	_, err := p.cfg.Breaker.Execute(func() (struct{}, error) { return struct{}{}, fn() })
 	return err
 }
@@ -238,9 +277,6 @@ func (p *Pipeline) enqueue(ctx context.Context, t *asynq.Task, queue, firstID st
 // Ready reports an open breaker: clicks and visits then go straight to
 // Postgres (slower, still correct) until Redis answers again.
 func (p *Pipeline) Ready(context.Context) error {
-	if p.cfg.Breaker == nil {
-		return nil
-	}
 	if st := p.cfg.Breaker.State(); st == gobreaker.StateOpen {
 		return errors.New("queue breaker open: clicks and visits are written straight to Postgres")
 	}
@@ -268,18 +304,29 @@ func wires[T any](batch []queued[T]) [][]byte {
 type Pending struct {
 	Redis     redis.UniversalClient
 	Namespace tasks.Namespace
+	// Breaker, when set (the pipeline's), skips Redis while it is open:
+	// the lookup fails at once instead of waiting out a Redis deadline
+	// inside the caller's transaction.
+	Breaker *gobreaker.CircuitBreaker[struct{}]
 }
+
+// ErrRedisAway is what a pending-click lookup returns while the click
+// pipeline's breaker is open.
+var ErrRedisAway = errors.New("traffic: Redis is away (queue breaker open): pending click not read")
 
 var _ ledger.PendingClicks = (*Pending)(nil)
 
 // PendingClick returns the click acknowledged under clickID whose record
-// has not expired. Errors: ENotFound; a Redis failure is returned as it is
-// (the caller answers 500 and its client retries, rather than losing the
-// attribution).
+// has not expired. Errors: ENotFound; a Redis failure (or ErrRedisAway)
+// is returned as it is (the caller answers 500 and its client retries,
+// rather than losing the attribution).
 func (p *Pending) PendingClick(ctx context.Context, clickID string) (*ledger.Click, error) {
 	at, ok := ledger.ClickTime(clickID)
 	if !ok {
 		return nil, ledger.NewError(ledger.ENotFound, "click not found")
+	}
+	if p.Breaker != nil && p.Breaker.State() == gobreaker.StateOpen {
+		return nil, ErrRedisAway
 	}
 	b, err := p.Redis.HGet(ctx, p.Namespace.PendingClicksKey(at), clickID).Bytes()
 	if errors.Is(err, redis.Nil) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"sync"
 	"testing"
 	"time"
@@ -316,4 +317,107 @@ func BenchmarkClickPipeline(b *testing.B) {
 		}
 	})
 	b.ReportMetric(float64(p.Stats().Batches.Load()), "batches")
+}
+
+// hungRedis is a client of a server that accepts connections and never
+// answers: Redis stopped (SIGSTOP) or a network that drops packets.
+func hungRedis(t *testing.T) *redis.Client {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns []net.Conn
+	var mu sync.Mutex
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			go io.Copy(io.Discard, c) // read everything, answer nothing
+		}
+	}()
+	c := redis.NewClient(&redis.Options{Addr: ln.Addr().String(), MaxRetries: -1, ContextTimeoutEnabled: true})
+	t.Cleanup(func() {
+		c.Close()
+		ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+	})
+	return c
+}
+
+// A pipeline with its defaults (as the edge runs it) opens its breaker on
+// the first batch Redis fails, so that the next clicks of an outage go
+// straight to Postgres instead of each waiting out a Redis deadline.
+func TestHungRedisOpensBreakerOnFirstBatch(t *testing.T) {
+	b := setup(t)
+	hung := hungRedis(t)
+	p := New(Config{Redis: hung, Queue: asynq.NewClientFromRedisClient(hung), Namespace: b.ns, Store: b.store, Logger: quiet})
+	ctx := context.Background()
+	if err := p.RecordClick(ctx, b.click(0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Ready(ctx); err == nil {
+		t.Fatal("breaker not open after a failed batch")
+	}
+	if d := p.Stats().Diverted.Load(); d != 1 {
+		t.Fatalf("%d batches diverted, want 1", d)
+	}
+	if n := b.rows(t); n != 1 {
+		t.Fatalf("%d rows, want 1", n)
+	}
+	// The next click of the outage does not wait on Redis: it goes
+	// straight to Postgres through the open breaker.
+	before := p.Breaker().Counts()
+	if err := p.RecordClick(ctx, b.click(1)); err != nil {
+		t.Fatal(err)
+	}
+	if st := p.Breaker().State(); st != gobreaker.StateOpen {
+		t.Fatalf("breaker %s, want open", st)
+	}
+	if after := p.Breaker().Counts(); after.Requests != before.Requests {
+		t.Fatal("Redis was tried while the breaker was open")
+	}
+	if n := b.rows(t); n != 2 || p.Stats().Diverted.Load() != 2 || p.Stats().Batches.Load() != 0 {
+		t.Fatalf("%d rows, stats %d diverted %d queued; want 2, 2, 0", n, p.Stats().Diverted.Load(), p.Stats().Batches.Load())
+	}
+	// While the breaker is open, a lead or sale naming a click still in
+	// the queue fails at once (its client retries) instead of waiting on
+	// Redis inside its transaction.
+	pending := &Pending{Redis: hung, Namespace: b.ns, Breaker: p.Breaker()}
+	if _, err := pending.PendingClick(ctx, ledger.NewClickID(time.Now())); !errors.Is(err, ErrRedisAway) {
+		t.Fatalf("pending click while the breaker is open: %v, want ErrRedisAway", err)
+	}
+}
+
+// Once Redis answers again, the first probe after DefaultProbeEvery
+// closes the breaker and batches are queued in Redis again.
+func TestBreakerProbesAndClosesWhenRedisReturns(t *testing.T) {
+	b := setup(t)
+	p := New(Config{Redis: b.rdb, Queue: asynq.NewClientFromRedisClient(b.rdb), Namespace: b.ns, Store: b.store, Logger: quiet})
+	// Open it as a failed batch would.
+	p.Breaker().Execute(func() (struct{}, error) { return struct{}{}, errors.New("redis down") })
+	if st := p.Breaker().State(); st != gobreaker.StateOpen {
+		t.Fatalf("breaker %s after one failure, want open", st)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for i := 0; p.Stats().Batches.Load() == 0; i++ {
+		if time.Now().After(deadline) {
+			t.Fatalf("no batch reached Redis: breaker %s", p.Breaker().State())
+		}
+		if err := p.RecordClick(context.Background(), b.click(i)); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if st := p.Breaker().State(); st != gobreaker.StateClosed {
+		t.Fatalf("breaker %s after a batch reached Redis, want closed", st)
+	}
 }

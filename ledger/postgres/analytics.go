@@ -73,7 +73,8 @@ func (s *AnalyticsService) Sources(ctx context.Context, q ledger.SourcesQuery) (
 	for rows.Next() {
 		var domain, currency sql.NullString
 		var partner sql.NullInt64
-		var clicks, leads, sales, amount int64
+		var clicks, leads, sales int64
+		var amount minorSum
 		if err := rows.Scan(&domain, &partner, &currency, &clicks, &leads, &sales, &amount); err != nil {
 			return nil, err
 		}
@@ -94,8 +95,9 @@ func (s *AnalyticsService) Sources(ctx context.Context, q ledger.SourcesQuery) (
 		rep.Totals.Leads += leads
 		rep.Totals.Sales += sales
 		if currency.Valid {
-			g.Revenue[ledger.Currency(currency.String)] += amount
-			rep.Totals.Revenue[ledger.Currency(currency.String)] += amount
+			cur := ledger.Currency(currency.String)
+			g.Revenue[cur] = ledger.AddMinor(g.Revenue[cur], int64(amount))
+			rep.Totals.Revenue[cur] = ledger.AddMinor(rep.Totals.Revenue[cur], int64(amount))
 		}
 	}
 	if err := rows.Err(); err != nil {

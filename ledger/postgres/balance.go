@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/shopspring/decimal"
 
 	"github.com/partnertrack/partnertrack/ledger"
 )
@@ -54,13 +55,29 @@ func appendEntry(ctx context.Context, tx *sqlx.Tx, e balanceEntry, now time.Time
 	return err
 }
 
+// minorSum scans a SQL sum of minor units. Postgres sums bigint in
+// numeric, which never overflows; the sum is read exactly and saturated
+// at the bounds of int64 (ledger.ClampMinor), so a read never fails on
+// rows stored before amounts had a ceiling.
+type minorSum int64
+
+// Scan implements sql.Scanner.
+func (m *minorSum) Scan(src any) error {
+	var d decimal.Decimal
+	if err := d.Scan(src); err != nil {
+		return err
+	}
+	*m = minorSum(ledger.ClampMinor(d))
+	return nil
+}
+
 // balanceOf is the sum of a partner's entries in a currency.
 func balanceOf(ctx context.Context, tx *sqlx.Tx, partnerID int64, c ledger.Currency) (int64, error) {
-	var sum int64
+	var sum minorSum
 	err := tx.QueryRowContext(ctx, `
 		SELECT COALESCE(SUM(amount_minor), 0) FROM balance_entries WHERE partner_id = $1 AND currency = $2`,
 		partnerID, string(c)).Scan(&sum)
-	return sum, err
+	return int64(sum), err
 }
 
 // fitOpenWithdrawals lowers the partner's open withdrawals, newest first,
@@ -165,10 +182,11 @@ func (s *BalanceService) Balances(ctx context.Context, partnerID int64) (out []l
 	for rows.Next() {
 		b := ledger.Balance{PartnerID: partnerID}
 		var cur string
-		if err := rows.Scan(&cur, &b.AmountMinor); err != nil {
+		var sum minorSum
+		if err := rows.Scan(&cur, &sum); err != nil {
 			return nil, err
 		}
-		b.Currency = ledger.Currency(cur)
+		b.Currency, b.AmountMinor = ledger.Currency(cur), int64(sum)
 		out = append(out, b)
 	}
 	return out, rows.Err()
@@ -214,13 +232,15 @@ func (s *BalanceService) CreateWithdrawal(ctx context.Context, partnerID int64, 
 		if err != nil {
 			return err
 		}
-		var open int64
+		var open minorSum
 		if err := tx.QueryRowContext(ctx, `
 			SELECT COALESCE(SUM(amount_minor), 0) FROM withdrawals
 			WHERE partner_id = $1 AND currency = $2 AND status = 'open'`, partnerID, string(c)).Scan(&open); err != nil {
 			return err
 		}
-		if amountMinor > bal-open {
+		// amount + open > balance, in decimal: either side may be near the
+		// bounds of int64.
+		if decimal.NewFromInt(amountMinor).Add(decimal.NewFromInt(int64(open))).GreaterThan(decimal.NewFromInt(bal)) {
 			return ledger.NewError(ledger.EInvalid, ledger.MsgWithdrawalExceeds)
 		}
 		w, err = scanWithdrawal(tx.QueryRowContext(ctx, `

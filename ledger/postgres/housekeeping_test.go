@@ -37,10 +37,12 @@ func TestPruneDeletesOnlyDeliveredHistoryPastRetention(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := db.QueryRow(`INSERT INTO webhook_endpoints (program_id, url, secret, events)
-		VALUES ($1, 'https://brand.example/hook', 'whsec_x', '{sale.created}') RETURNING id`, fx.ProgramID).Scan(&endpoint); err != nil {
+	e, err := postgres.NewWebhookService(db.DB, nil).CreateEndpoint(context.Background(), fx.ProgramID, ledger.WebhookInput{
+		URL: ledger.Some("https://brand.example/hook"), Events: ledger.Some([]string{"sale.created"})})
+	if err != nil {
 		t.Fatal(err)
 	}
+	endpoint = e.ID
 	for _, at := range []struct {
 		n    int
 		when time.Time

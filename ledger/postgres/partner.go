@@ -91,14 +91,20 @@ func (s *PartnerService) CreateLink(ctx context.Context, programID, partnerID in
 		if err := lockProgramKeyShare(ctx, tx, programID); err != nil {
 			return err
 		}
-		var enrolled bool
+		// The synthetic test partner is enrolled too, but its only link is
+		// the fixture's test link: a normal one would send it real clicks.
+		var enrolled, isTest bool
 		if err := tx.QueryRowContext(ctx, `
-			SELECT EXISTS (SELECT 1 FROM enrollments WHERE program_id = $1 AND partner_id = $2 AND status = 'active')`,
-			programID, partnerID).Scan(&enrolled); err != nil {
+			SELECT EXISTS (SELECT 1 FROM enrollments WHERE program_id = $1 AND partner_id = $2 AND status = 'active'),
+				COALESCE((SELECT is_test FROM partners WHERE id = $2), false)`,
+			programID, partnerID).Scan(&enrolled, &isTest); err != nil {
 			return err
 		}
 		if !enrolled {
 			return ledger.NewError(ledger.EInvalid, ledger.MsgPartnerID)
+		}
+		if isTest {
+			return ledger.NewError(ledger.EInvalid, ledger.MsgTestPartnerLink)
 		}
 		l, err = scanLink(tx.QueryRowContext(ctx, `
 			INSERT INTO links (program_id, partner_id, code, active, created_at, updated_at)

@@ -17,6 +17,7 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/partnertrack/partnertrack/ledger"
+	"github.com/partnertrack/partnertrack/ledger/secretbox"
 )
 
 // DB wraps the connection pool and the clock every service uses.
@@ -25,6 +26,9 @@ type DB struct {
 	// Now is the clock; a transaction reads it once and uses that instant
 	// for every timestamp it writes.
 	Now func() time.Time
+	// Secrets seals the signing secrets stored at rest (SECRETS_KEY); nil
+	// is the public development key.
+	Secrets *secretbox.Keyring
 }
 
 // PoolConfig sizes the connection pool.

@@ -169,8 +169,10 @@ func (p *ProcessorService) WebhookSecret(ctx context.Context, programID int64) (
 		programID).Scan(&secret)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", notFound("program")
+	} else if err != nil || secret == "" {
+		return "", err
 	}
-	return secret, err
+	return p.db.open(purposeStripeSecret, secret)
 }
 
 // SweepEvents queues stored events left unqueued for longer than grace.
@@ -756,7 +758,7 @@ func (p *ProcessorService) refund(ctx context.Context, tx *sqlx.Tx, prog *ledger
 	if !strings.EqualFold(sale.Currency, ev.Currency) {
 		return skipped(fmt.Sprintf("refund in %s of a sale in %s", strings.ToUpper(ev.Currency), sale.Currency)), nil
 	}
-	var applied int64
+	var applied minorSum
 	var known []string
 	if err := tx.QueryRowContext(ctx, `
 		SELECT COALESCE(sum(amount_cents) FILTER (WHERE source = 'processor'), 0) FROM refunds WHERE sale_id = $1`,
@@ -782,7 +784,7 @@ func (p *ProcessorService) refund(ctx context.Context, tx *sqlx.Tx, prog *ledger
 			return eventOutcome{}, err
 		}
 	}
-	steps := ledger.PlanProcessorRefunds(ev, applied, isKnown)
+	steps := ledger.PlanProcessorRefunds(ev, int64(applied), isKnown)
 	if len(steps) == 0 {
 		o.status, o.outcome = ledger.EventSkipped, fmt.Sprintf("refunds of %s already applied to sale %d", ev.ChargeID, sale.ID)
 		return o, nil

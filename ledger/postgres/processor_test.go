@@ -642,7 +642,10 @@ func TestProcessorBrandWebhook(t *testing.T) {
 	if secret, err := b.proc.WebhookSecret(context.Background(), w.program.ID); err != nil || secret != "" {
 		t.Fatalf("secret %q, %v; want none set", secret, err)
 	}
-	b.db.Exec(`UPDATE programs SET stripe_webhook_secret = 'whsec_brand' WHERE id = $1`, w.program.ID)
+	if _, err := b.programs.UpdateSettings(context.Background(), w.program.ID,
+		ledger.SettingsInput{StripeWebhookSecret: ledger.Some("whsec_brand")}); err != nil {
+		t.Fatal(err)
+	}
 	if secret, err := b.proc.WebhookSecret(context.Background(), w.program.ID); err != nil || secret != "whsec_brand" {
 		t.Fatalf("secret %q, %v", secret, err)
 	}

@@ -371,10 +371,10 @@ func fitOpenWithdrawalsLean(ctx context.Context, tx *sqlx.Tx, stmts *preparedSta
 	if err != nil {
 		return err
 	}
-	var bal int64
+	var bal minorSum
 	ids, amounts, err := scanWithdrawals(rows, &bal)
 	if err != nil {
 		return err
 	}
-	return lowerWithdrawals(ctx, tx, ids, amounts, bal, now)
+	return lowerWithdrawals(ctx, tx, ids, amounts, int64(bal), now)
 }

@@ -22,6 +22,11 @@ func (s *ProgramService) UpdateSettings(ctx context.Context, id int64, in ledger
 		if err != nil || !set {
 			return err
 		}
+		if secret != "" {
+			if secret, err = s.db.seal(purposeStripeSecret, secret); err != nil {
+				return err
+			}
+		}
 		_, err = tx.ExecContext(ctx,
 			`UPDATE programs SET stripe_webhook_secret = NULLIF($2, '') WHERE id = $1`, id, secret)
 		return err

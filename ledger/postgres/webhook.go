@@ -44,11 +44,15 @@ func (s *WebhookService) CreateEndpoint(ctx context.Context, programID int64, in
 	}
 	e = &ledger.WebhookEndpoint{ProgramID: programID, URL: rawURL, Events: events, Secret: ledger.NewWebhookSecret(),
 		Deliveries: []ledger.WebhookAttempt{}}
+	sealed, err := s.db.seal(purposeWebhookSecret, e.Secret)
+	if err != nil {
+		return nil, err
+	}
 	err = s.db.QueryRowContext(ctx, `
 		INSERT INTO webhook_endpoints (program_id, url, secret, events, created_at)
 		SELECT id, $2, $3, $4, $5 FROM programs WHERE id = $1
 		RETURNING id, created_at`,
-		programID, rawURL, e.Secret, pq.Array(events), s.db.now()).Scan(&e.ID, &e.CreatedAt)
+		programID, rawURL, sealed, pq.Array(events), s.db.now()).Scan(&e.ID, &e.CreatedAt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, notFound("program")
 	} else if err != nil {
@@ -152,12 +156,16 @@ func (s *WebhookService) DeleteEndpoint(ctx context.Context, programID, endpoint
 func (s *WebhookService) WebhookTarget(ctx context.Context, endpointID int64) (t *ledger.WebhookTarget, err error) {
 	defer wrap(&err, "postgres.WebhookTarget(%d)", endpointID)
 	t = &ledger.WebhookTarget{EndpointID: endpointID}
+	var stored string
 	err = s.db.QueryRowContext(ctx, `
 		SELECT program_id, url, secret, deleted_at IS NOT NULL FROM webhook_endpoints WHERE id = $1`, endpointID).
-		Scan(&t.ProgramID, &t.URL, &t.Secret, &t.Deleted)
+		Scan(&t.ProgramID, &t.URL, &stored, &t.Deleted)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ledger.NewError(ledger.ENotFound, ledger.MsgWebhookNotFound)
 	} else if err != nil {
+		return nil, err
+	}
+	if t.Secret, err = s.db.open(purposeWebhookSecret, stored); err != nil {
 		return nil, err
 	}
 	return t, nil

@@ -14,6 +14,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/partnertrack/partnertrack/ingest"
+	"github.com/partnertrack/partnertrack/ledger/secretbox"
 )
 
 // Config is every setting of the contract's Configuration table.
@@ -36,6 +37,9 @@ type Config struct {
 	LogLevel                  string
 	LogFormat                 string
 	QueueNamespace            string // asynq queue-name prefix (tests; empty in production)
+	// Secrets seals the signing secrets stored in Postgres (SECRETS_KEY);
+	// the public development key when unset (Secrets.IsDev()).
+	Secrets *secretbox.Keyring
 }
 
 // Defaults of the contract.
@@ -103,6 +107,12 @@ func Load(getenv func(string) string) (Config, error) {
 	if c.OpsQueuesReadOnly, err = parseBool(get("OPS_QUEUES_READONLY", "true")); err != nil {
 		errs = append(errs, errors.New("OPS_QUEUES_READONLY must be true or false"))
 	}
+	c.Secrets = secretbox.Dev()
+	if v := strings.TrimSpace(getenv("SECRETS_KEY")); v != "" {
+		if c.Secrets, err = secretbox.Parse(v); err != nil {
+			errs = append(errs, fmt.Errorf("SECRETS_KEY must be comma-separated id:base64key pairs, the first sealing: %v", err))
+		}
+	}
 	if (c.OIDCIssuerURL == "") != (c.OIDCClientID == "") {
 		errs = append(errs, errors.New("OIDC_ISSUER_URL and OIDC_CLIENT_ID must be set together"))
 	}
@@ -116,6 +126,11 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	return c, errors.Join(errs...)
 }
+
+// DevSecretsWarning is logged at the start of every process that runs
+// without SECRETS_KEY.
+const DevSecretsWarning = "SECRETS_KEY is not set: signing secrets are sealed with the public development key; " +
+	"set SECRETS_KEY (`partnerctl secrets new-key` prints one) before storing real secrets"
 
 func validPrefix(s string) bool {
 	if len(s) == 0 || len(s) > 20 {

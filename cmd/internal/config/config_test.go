@@ -45,3 +45,21 @@ func TestRedacted(t *testing.T) {
 		t.Fatalf("password not redacted: %s", got)
 	}
 }
+
+// TestLoadSecretsKey: SECRETS_KEY is parsed into the keyring whose first
+// key seals; unset is the public development key; a malformed value is
+// named without repeating the key.
+func TestLoadSecretsKey(t *testing.T) {
+	c, err := Load(env(nil))
+	if err != nil || !c.Secrets.IsDev() {
+		t.Fatalf("unset: %v, %v", c.Secrets, err)
+	}
+	key := "k2:" + strings.Repeat("A", 43) + "=,k1:" + strings.Repeat("B", 43) + "="
+	if c, err = Load(env(map[string]string{"SECRETS_KEY": key})); err != nil || c.Secrets.IsDev() || c.Secrets.PrimaryID() != "k2" {
+		t.Fatalf("set: %+v, %v", c.Secrets, err)
+	}
+	_, err = Load(env(map[string]string{"SECRETS_KEY": "k1:" + strings.Repeat("C", 20)}))
+	if err == nil || !strings.Contains(err.Error(), "SECRETS_KEY") || strings.Contains(err.Error(), "CCCC") {
+		t.Fatalf("malformed: %v", err)
+	}
+}

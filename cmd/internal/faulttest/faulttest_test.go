@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -53,4 +54,28 @@ func TestPostgresRestart(t *testing.T) {
 	if err := db.QueryRow(`SELECT count(*) FROM workspaces`).Scan(&n); err != nil || n != 1 {
 		t.Fatalf("after restart: %d rows, %v", n, err)
 	}
+}
+
+// TestRedisPauseAndResume: a paused server answers nothing until resumed,
+// and keeps what it held.
+func TestRedisPauseAndResume(t *testing.T) {
+	t.Parallel()
+	r := StartRedis(t, RedisOptions{})
+	opts, _ := redis.ParseURL(r.URL())
+	opts.ReadTimeout, opts.MaxRetries = 100*time.Millisecond, -1
+	c := redis.NewClient(opts)
+	defer c.Close()
+	ctx := context.Background()
+	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	r.Pause(t)
+	if err := c.Ping(ctx).Err(); err == nil {
+		t.Fatal("redis answers while paused")
+	}
+	r.Resume(t)
+	if v, err := c.Get(ctx, "k").Result(); err != nil || v != "v" {
+		t.Fatalf("after resume: %q, %v", v, err)
+	}
+	r.Pause(t) // the test's cleanup kills a paused server
 }

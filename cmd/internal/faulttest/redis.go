@@ -27,9 +27,10 @@ type Redis struct {
 	Dir  string
 	opts RedisOptions
 
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{}
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	done   chan struct{}
+	paused bool
 }
 
 // StartRedis starts a Redis on a free port of 127.0.0.1 and stops it when
@@ -106,6 +107,10 @@ func (r *Redis) Stop(tb testing.TB) {
 	if r.cmd == nil {
 		return
 	}
+	if r.paused { // a stopped process handles SIGTERM only once continued
+		r.cmd.Process.Signal(syscall.SIGCONT)
+		r.paused = false
+	}
 	r.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-r.done:
@@ -117,13 +122,51 @@ func (r *Redis) Stop(tb testing.TB) {
 	r.cmd = nil
 }
 
+// Pause freezes the server (SIGSTOP): it keeps its connections and
+// accepts new ones in the kernel's backlog, but answers nothing, as a
+// hung Redis or a network dropping packets would.
+func (r *Redis) Pause(tb testing.TB) {
+	tb.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cmd == nil || r.paused {
+		tb.Fatalf("faulttest: redis on %d is not running", r.Port)
+	}
+	if err := r.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		tb.Fatalf("faulttest: pause redis on %d: %v", r.Port, err)
+	}
+	r.paused = true
+}
+
+// Resume lets a paused server go on (SIGCONT) and waits until it answers
+// PING.
+func (r *Redis) Resume(tb testing.TB) {
+	tb.Helper()
+	r.mu.Lock()
+	if r.cmd == nil || !r.paused {
+		r.mu.Unlock()
+		tb.Fatalf("faulttest: redis on %d is not paused", r.Port)
+	}
+	err := r.cmd.Process.Signal(syscall.SIGCONT)
+	r.paused = false
+	r.mu.Unlock()
+	if err != nil {
+		tb.Fatalf("faulttest: resume redis on %d: %v", r.Port, err)
+	}
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(r.Port), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	defer c.Close()
+	if err := waitFor(20*time.Second, func() error { return c.Ping(context.Background()).Err() }); err != nil {
+		tb.Fatalf("faulttest: redis on %d did not answer after SIGCONT: %v", r.Port, err)
+	}
+}
+
 func (r *Redis) kill() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.cmd == nil {
 		return
 	}
-	r.cmd.Process.Kill()
+	r.cmd.Process.Kill() // SIGKILL ends a paused process too
 	<-r.done
-	r.cmd = nil
+	r.cmd, r.paused = nil, false
 }

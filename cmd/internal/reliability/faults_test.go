@@ -23,7 +23,7 @@ import (
 // TestFaultRedisCrashDuringClicks: Redis (with its append-only file, as
 // docker-compose runs it) is killed while clicks pour in, and comes back.
 // Clicks keep landing throughout: while Redis is away the edge writes each
-// batch straight to Postgres (its breaker opens on a long outage). No
+// batch straight to Postgres (its breaker opens on the first failed batch). No
 // worker runs during the load, so every click Redis acknowledged before
 // the crash must come back from the append-only file. Every click the
 // edge answered 200 is in Postgres once a worker has drained the queue,
@@ -59,8 +59,8 @@ func TestFaultRedisCrashDuringClicks(t *testing.T) {
 			}
 		})
 	}()
-	// Each failing batch waits out the edge's 2 s Redis deadline; five
-	// in a row open the breaker, so only the long outages open it.
+	// The first failing batch waits out the edge's 50 ms Redis deadline
+	// and opens the breaker; one batch a second probes Redis after that.
 	outages, outage := scale(1, 3), scale(4*time.Second, 15*time.Second)
 	for o := 0; o < outages; o++ {
 		time.Sleep(scale(1500*time.Millisecond, 8*time.Second))

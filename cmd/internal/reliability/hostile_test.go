@@ -78,8 +78,23 @@ var hostilePathValues = []hostileValue{
 	{"letters", "abc"},
 	{"nul", "%00"},
 	{"invalid-utf8", "%FF%FE"},
+	{"invalid-utf8-byte", "%ff"},
+	{"invalid-utf8-sequence", "%c3%28"},
+	{"utf16-surrogate", "%ed%a0%80"},
 	{"sql-quote", url.PathEscape("' OR '1'='1")},
 	{"sql-drop", url.PathEscape("1; DROP TABLE sales; --")},
+}
+
+// hostileQueries are added to the query string of every route, as a value
+// and as a key: each is refused with a 400 before the route reads
+// anything, in the route's envelope.
+var hostileQueries = []hostileValue{
+	{"nul-value", "x=%00"},
+	{"invalid-utf8-value", "x=%ff"},
+	{"invalid-sequence-value", "x=%c3%28"},
+	{"nul-key", "%00=1"},
+	{"invalid-utf8-key", "%ff=1"},
+	{"invalid-sequence-key", "a%c3%28=1"},
 }
 
 // target is one route under attack.
@@ -93,8 +108,10 @@ type target struct {
 	// the kinds of hostile values that are valid for the field (the call
 	// may then succeed and store them as sent).
 	fields map[string][]string
-	// params are query parameters attacked one at a time.
+	// params are query parameters attacked one at a time; query holds
+	// valid values of the others, so that the attacked one is read.
 	params map[string][]string
+	query  func() map[string]string
 	// pathParam: the route's path holds {id}, attacked with hostilePathValues.
 	pathParam bool
 }
@@ -147,12 +164,28 @@ func TestHostileInput(t *testing.T) {
 						body, _ = json.Marshal(tg.body(t, n))
 					}
 					q := param + "=" + v.json
+					if tg.query != nil {
+						for _, k := range sortedKeys(stringKeys(tg.query())) {
+							if k != param {
+								q += "&" + k + "=" + url.QueryEscape(tg.query()[k])
+							}
+						}
+					}
 					if h.attack(t, tg, tg.path, q, body, n, fmt.Sprintf("?%s", q), contains(tg.params[param], v.kind)) {
 						accepted++
 					} else {
 						refused++
 					}
 				}
+			}
+			for _, v := range hostileQueries {
+				n := next()
+				var body []byte
+				if tg.body != nil {
+					body, _ = json.Marshal(tg.body(t, n))
+				}
+				h.attack(t, tg, tg.path, v.json, body, n, "query "+v.kind, false)
+				refused++
 			}
 			if tg.pathParam {
 				for _, v := range hostilePathValues {
@@ -358,18 +391,18 @@ func (h *hostileWorld) targets() []target {
 	// A fresh click for each call that would settle or convert its customer.
 	click := func(t *testing.T, n int) string { return mustClick(t, h.e.client, w(n)) }
 	// Kinds of hostile values that are valid in a field of a kind:
-	// free text takes SQL metacharacters (stored as sent), a number given
-	// as a string, and a lone surrogate escape (read as U+FFFD, as
-	// encoding/json reads it); an optional field takes "" (absent); a
+	// free text takes SQL metacharacters (stored as sent) and a number
+	// given as a string (a lone surrogate escape is refused everywhere: it
+	// would be stored as U+FFFD); an optional field takes "" (absent); a
 	// boolean takes true.
-	text := []string{"numeric-string", "sql-quote", "sql-drop", "lone-surrogate", "empty-string"}
+	text := []string{"numeric-string", "sql-quote", "sql-drop", "empty-string"}
 	clipped := append([]string{"10k-string"}, text...) // click and visit texts are cut to size, not refused
 	flag := []string{"bool"}
 	object := []string{"object"}
 	optional := []string{"empty-string"}
 	// line_items takes any JSON that jsonb can hold.
 	anyJSON := []string{"object", "array", "bool", "fraction", "numeric-string", "number", "huge-integer",
-		"int64-overflow", "int64-underflow", "negative", "int64-min", "empty-string", "lone-surrogate",
+		"int64-overflow", "int64-underflow", "negative", "int64-min", "empty-string",
 		"sql-quote", "sql-drop", "10k-string"}
 	// The sale's customer_key is a lookup only (never stored on the sale):
 	// a value that is not a string counts as not sent and one that finds
@@ -475,12 +508,32 @@ func (h *hostileWorld) targets() []target {
 			fields: map[string][]string{"workspace_id": nil, "name": text, "domain": {"numeric-string"}, "commission_type": nil,
 				"commission_rate": {"number", "fraction"}, "duration_months": {"number"}, "cookie_duration": {"number"},
 				"lead_auth": nil, "hold_days": {"number"}, "currency": nil}},
-		{name: "operator-withdrawal", method: "POST", path: "/api/operator/v1/partners/{id}/withdrawals", token: func(int) string { return opToken },
+		{name: "operator-withdrawal", method: "POST", path: "/api/operator/v1/partners/{id}/withdrawals", token: func(int) string { return opToken }, pathParam: true,
 			body:   func(t *testing.T, n int) map[string]any { return map[string]any{"currency": "USD", "amount": 1} },
 			fields: map[string][]string{"currency": nil, "amount": nil}},
 		{name: "operator-customers", method: "GET", path: "/api/operator/v1/customers", token: func(int) string { return opToken },
-			params: map[string][]string{"program_id": nil, "customer_key": nil, "click_id": nil}},
+			params: map[string][]string{"program_id": nil, "customer_key": nil, "click_id": nil},
+			query: func() map[string]string {
+				return map[string]string{"program_id": itoa(h.ws[0].ProgramID), "customer_key": "nobody"}
+			}},
+		{name: "operator-commission", method: "GET", path: "/api/operator/v1/commissions/{id}", token: func(int) string { return opToken }, pathParam: true},
+		{name: "operator-withdrawal-get", method: "GET", path: "/api/operator/v1/withdrawals/{id}", token: func(int) string { return opToken }, pathParam: true},
+		{name: "agent-program", method: "GET", path: "/api/agent/v1/programs/{id}", pathParam: true},
+		{name: "webhook-delete", method: "DELETE", path: "/api/v1/programs/{id}/webhooks/999999", token: dash, pathParam: true},
+		// The sign-in page shows any state that is text (the callback checks it).
+		{name: "cli-login-page", method: "GET", path: "/cli/login", params: map[string][]string{"state": {"zero", "negative",
+			"fraction", "huge-exponent", "int64-overflow", "10k-digits", "letters", "sql-quote", "sql-drop"}}},
 	}
+}
+
+// stringKeys turns a map of values into one of (empty) lists, for
+// sortedKeys.
+func stringKeys(m map[string]string) map[string][]string {
+	out := make(map[string][]string, len(m))
+	for k := range m {
+		out[k] = nil
+	}
+	return out
 }
 
 // hostileKinds is every kind (for a field that takes any JSON).

@@ -25,8 +25,9 @@ import (
 // misuses it: near-misses, in the query string, in a body, in the wrong
 // header, over the rate limit, after its revocation. The edge and the
 // worker log at debug level, and the rate limits live in Redis. Then:
-// no table holds a key or token in clear (only their SHA-256: signing
-// secrets must be readable to verify signatures, and are never returned);
+// no table holds a key or token in clear (only their SHA-256), nor the
+// program's signing secret (sealed with SECRETS_KEY, the development key
+// here: it must be readable to verify signatures, and is never returned);
 // no Redis key or value holds any; no log line of either process holds
 // any secret.
 func TestSecretsHashedAndNeverLogged(t *testing.T) {
@@ -166,6 +167,7 @@ func TestSecretsHashedAndNeverLogged(t *testing.T) {
 	for _, s := range hashed {
 		patterns = append(patterns, "%"+s+"%")
 	}
+	patterns = append(patterns, "%"+strings.TrimPrefix(programSecret, "whsec_")+"%")
 	scanned := 0
 	for _, tbl := range tables {
 		var n int
@@ -174,7 +176,7 @@ func TestSecretsHashedAndNeverLogged(t *testing.T) {
 			t.Fatalf("%s: %v", q, err)
 		}
 		if n > 0 {
-			t.Errorf("table %s holds a key or token in clear (%d rows)", tbl, n)
+			t.Errorf("table %s holds a key, token or signing secret in clear (%d rows)", tbl, n)
 		}
 		var rowsIn int
 		st.db.QueryRowContext(ctx, fmt.Sprintf(`SELECT count(*) FROM %s`, tbl)).Scan(&rowsIn)

@@ -84,6 +84,10 @@ func Open(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Backend
 		db.Close()
 		return nil, fmt.Errorf("%v (DATABASE_URL=%s)", err, config.Redacted(cfg.DatabaseURL))
 	}
+	db.Secrets = cfg.Secrets
+	if cfg.Secrets == nil || cfg.Secrets.IsDev() {
+		logger.Warn(config.DevSecretsWarning)
+	}
 	redis.SetLogger(redisLog{logger}) // the library's logger is the process's
 	rdb, err := OpenRedis(cctx, cfg.RedisURL)
 	if err != nil {
@@ -150,15 +154,31 @@ func (b *Backends) Edge(ctx context.Context) (*ingest.Server, error) {
 		return nil, fmt.Errorf("%v; set REDIS_URL", err)
 	}
 	b.closers = append(b.closers, cache.Close)
-	trafficBreaker := tasks.NewRedisBreaker("traffic-queue", b.logBreaker)
+	// Clicks and visits have a Redis client of their own, with short
+	// timeouts and no retries, so that an outage diverts them to Postgres
+	// within the pipeline's deadline (traffic.RedisOptions); its breaker
+	// also keeps pending-click lookups off a Redis that is away.
+	clicksRedis := redis.NewClient(traffic.RedisOptions(b.Redis.Options()))
+	b.closers = append(b.closers, func() { clicksRedis.Close() })
+	// One connection dialled now, so that the first click batch does not
+	// spend its 50 ms on a dial; a busy machine may miss the short
+	// timeouts once, so it tries until the connect deadline.
+	for err := clicksRedis.Ping(sctx).Err(); err != nil; err = clicksRedis.Ping(sctx).Err() {
+		if sctx.Err() != nil {
+			return nil, fmt.Errorf("cannot reach Redis for clicks (%v); set REDIS_URL", err)
+		}
+		time.Sleep(20 * time.Millisecond) // paces the retries
+	}
 	pipeline := traffic.New(traffic.Config{
-		Redis:     b.Redis,
-		Queue:     b.Asynq,
-		Namespace: b.Namespace,
-		Breaker:   trafficBreaker,
-		Store:     trafficStore,
-		Logger:    b.Logger,
+		Redis:           clicksRedis,
+		Queue:           asynq.NewClientFromRedisClient(clicksRedis),
+		Namespace:       b.Namespace,
+		OnBreakerChange: b.logBreaker,
+		Store:           trafficStore,
+		Logger:          b.Logger,
 	})
+	trafficBreaker := pipeline.Breaker()
+	pending := &traffic.Pending{Redis: clicksRedis, Namespace: b.Namespace, Breaker: trafficBreaker}
 	programs := postgres.NewProgramService(b.DB)
 	balances := postgres.NewBalanceService(b.DB)
 	accounts := postgres.NewAccountService(b.DB)
@@ -173,10 +193,10 @@ func (b *Backends) Edge(ctx context.Context) (*ingest.Server, error) {
 	// Leads and sales also resolve clicks still in the queue, from the
 	// record the edge writes with each click batch; both relay the brand
 	// webhooks they write right after commit.
-	leads := postgres.NewLeadService(b.DB, b.PendingClicks()).WithRelay(outbox, b.Logger)
+	leads := postgres.NewLeadService(b.DB, pending).WithRelay(outbox, b.Logger)
 	sales := postgres.NewSaleService(b.DB, postgres.SaleOptions{
 		PlatformFeePercent: b.Config.PlatformFeePercent,
-		Pending:            b.PendingClicks(),
+		Pending:            pending,
 		Logger:             b.Logger,
 		Relay:              outbox,
 	})

@@ -47,7 +47,16 @@ type Config struct {
 	Command  string // recorded in docs/performance.md
 	Self     string // this loadgen binary (it serves the ceilings)
 	Conns    int    // connections of the max runs (64)
-	Out      io.Writer
+	// Only, when set, runs one phase alone (see Phases) after building
+	// the binaries and creating the database: a measurement of one row
+	// without the whole bench.
+	Only string
+	Out  io.Writer
+}
+
+// Phases are the phases Config.Only can run alone.
+var Phases = map[string]func(*bench, context.Context) error{
+	"redis-kill": (*bench).redisKill,
 }
 
 // bench is one run.
@@ -84,6 +93,9 @@ func Run(ctx context.Context, cfg Config) (doc report.Document, err error) {
 	if cfg.Conns <= 0 {
 		cfg.Conns = 64
 	}
+	if _, ok := Phases[cfg.Only]; cfg.Only != "" && !ok {
+		return doc, fmt.Errorf("no phase %q to run alone (--only)", cfg.Only)
+	}
 	b := &bench{cfg: cfg, p: planFor(cfg.Quick), ceil: map[string]float64{}, first: map[string]float64{}}
 	b.tag = strconv.FormatInt(time.Now().Unix()%1e8, 36) + randHex(2)
 	b.ns = "bench" + b.tag + ":"
@@ -119,16 +131,27 @@ func Run(ctx context.Context, cfg Config) (doc report.Document, err error) {
 		{"raw sale transaction", b.rawBaseline},
 		{"service", b.service},
 	}
+	if cfg.Only != "" {
+		steps = append(steps[:1], steps[3]) // no ceilings: the phase's target is absolute
+	}
 	for _, s := range steps {
 		b.say("== %s", s.name)
 		if err := s.fn(ctx); err != nil {
 			return doc, fmt.Errorf("%s: %w", s.name, err)
 		}
 	}
-	if err := b.measureService(ctx); err != nil {
+	if b.cfg.Only != "" {
+		phase := Phases[b.cfg.Only]
+		b.say("== %s alone", b.cfg.Only)
+		if err := phase(b, ctx); err != nil {
+			return doc, fmt.Errorf("%s: %w", b.cfg.Only, err)
+		}
+	} else if err := b.measureService(ctx); err != nil {
 		return doc, err
 	}
-	b.fact("this machine's speed", machineSpeed(b.ceil))
+	if b.cfg.Only == "" {
+		b.fact("this machine's speed", machineSpeed(b.ceil))
+	}
 	if spent, ok := b.cpu.Total(); ok {
 		b.fact("CPU taken by the hypervisor", stolen(spent.StealShare()))
 	}

@@ -86,6 +86,11 @@ func (b *bench) measureService(ctx context.Context) error {
 	if err := b.aofCost(ctx, w); err != nil {
 		return fmt.Errorf("AOF comparison: %w", err)
 	}
+	b.say("== clicks through a Redis kill")
+	b.settle(ctx, "clicks through a Redis kill")
+	if err := b.redisKill(ctx); err != nil {
+		return fmt.Errorf("Redis kill: %w", err)
+	}
 	b.say("== refunds")
 	b.settle(ctx, "refunds at max")
 	b.refunds(ctx, n, salesMax, salesRate)

@@ -236,10 +236,24 @@ func FreePort() (int, error) {
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
+// Kill ends the process with SIGKILL (a crash) and waits for it.
+func (p *Process) Kill() {
+	select {
+	case err := <-p.done:
+		p.done <- err
+		return
+	default:
+	}
+	p.cmd.Process.Kill()
+	err := <-p.done
+	p.done <- err
+}
+
 // Redis is a private redis-server.
 type Redis struct {
 	*Process
-	URL string
+	URL  string
+	Port int
 }
 
 // StartRedis starts redis-server on a free port with its data in dir,
@@ -249,6 +263,12 @@ func StartRedis(dir string, aof bool, logDir string) (*Redis, error) {
 	if err != nil {
 		return nil, err
 	}
+	return StartRedisOn(port, dir, aof, logDir)
+}
+
+// StartRedisOn starts redis-server on port (again, after a Kill: with AOF
+// it reloads what it held).
+func StartRedisOn(port int, dir string, aof bool, logDir string) (*Redis, error) {
 	args := []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir, "--save", "", "--daemonize", "no"}
 	name := "redis-noaof"
 	if aof {
@@ -265,5 +285,5 @@ func StartRedis(dir string, aof bool, logDir string) (*Redis, error) {
 		p.Stop()
 		return nil, err
 	}
-	return &Redis{Process: p, URL: "redis://127.0.0.1:" + strconv.Itoa(port) + "/0"}, nil
+	return &Redis{Process: p, URL: "redis://127.0.0.1:" + strconv.Itoa(port) + "/0", Port: port}, nil
 }
