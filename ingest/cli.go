@@ -41,6 +41,7 @@ func (s *Server) cliRoutes() {
 	login := s.requireSession(ledger.CLISession)
 	key := s.requireProgramKey(keyAuth{})
 	s.limitedRoute("POST", "/api/v1/cli/auth/start", withStyle(cliStartStyle), limit, s.cliAuthStart)
+	s.limitedRoute("POST", "/api/v1/cli/auth/confirm", withStyle(cliCallbackStyle), limit, s.cliAuthConfirm)
 	s.limitedRoute("POST", "/api/v1/cli/auth/callback", withStyle(cliCallbackStyle), limit, s.cliAuthCallback)
 	s.limitedRoute("GET", "/api/v1/cli/auth/poll", withStyle(cliPollStyle), limit, s.cliAuthPoll)
 	s.limitedRoute("POST", "/api/v1/cli/init", withStyle(cliInitStyle), limit, login, s.cliInit)
@@ -58,15 +59,38 @@ const cliLoginPath = "/cli/login"
 // cliPollSeconds is how often the CLI is told to poll.
 const cliPollSeconds = 2
 
-// cliAuthStart is POST /api/v1/cli/auth/start.
+// cliAuthStart is POST /api/v1/cli/auth/start. The body is optional (the
+// reference CLI sends none): our CLI sends code_challenge (S256 of a
+// secret verifier it keeps), and only a poll with that verifier then gets
+// the token. The answer adds user_code, which the terminal shows and the
+// sign-in page asks the person to confirm.
 func (s *Server) cliAuthStart(c *fiber.Ctx) error {
-	st, err := s.svc.CLILogin.StartLogin(c.UserContext())
+	f, err := parseFields(c)
+	if err != nil {
+		return err
+	}
+	opts := ledger.CLILoginOptions{UserAgent: c.Get(fiber.HeaderUserAgent)}
+	if f.Has("code_challenge") {
+		ch := f.String("code_challenge")
+		if !ch.OK() || !ledger.ValidCodeChallenge(ch.Value) {
+			return invalid(ledger.MsgCLICodeChallenge)
+		}
+		opts.CodeChallenge = ch.Value
+	}
+	if f.Has("code_challenge_method") {
+		m := f.String("code_challenge_method")
+		if !m.OK() || m.Value != ledger.CodeChallengeMethodS256 || opts.CodeChallenge == "" {
+			return invalid(ledger.MsgCLIChallengeMethod)
+		}
+	}
+	st, err := s.svc.CLILogin.StartLogin(c.UserContext(), opts)
 	if err != nil {
 		return err
 	}
 	q := "?state=" + url.QueryEscape(st.State)
 	return ok(c, fiber.StatusOK, fiber.Map{
 		"state":                 st.State,
+		"user_code":             ledger.FormatUserCode(st.UserCode),
 		"auth_url":              s.cfg.PublicBaseURL + cliLoginPath + q,
 		"poll_url":              s.cfg.PublicBaseURL + "/api/v1/cli/auth/poll" + q,
 		"expires_at":            formatTime(st.ExpiresAt),
@@ -78,6 +102,25 @@ func (s *Server) cliAuthStart(c *fiber.Ctx) error {
 func nonBlank(f fields, name string) (string, bool) {
 	v := f.String(name)
 	return v.Value, v.OK() && strings.TrimSpace(v.Value) != ""
+}
+
+// cliAuthConfirm is POST /api/v1/cli/auth/confirm: the sign-in page posts
+// the state and the user code the person confirmed matches their
+// terminal's; the callback completes only a confirmed login.
+func (s *Server) cliAuthConfirm(c *fiber.Ctx) error {
+	f, err := parseFields(c)
+	if err != nil {
+		return err
+	}
+	state, okState := nonBlank(f, "state")
+	code, okCode := nonBlank(f, "user_code")
+	if !okState || !okCode {
+		return invalid(ledger.MsgCLIConfirmFields)
+	}
+	if err := s.svc.CLILogin.ConfirmLogin(c.UserContext(), state, code); err != nil {
+		return err
+	}
+	return ok(c, fiber.StatusOK, fiber.Map{"status": "confirmed"})
 }
 
 // cliAuthCallback is POST /api/v1/cli/auth/callback: the login page posts
@@ -120,7 +163,7 @@ func (s *Server) cliAuthPoll(c *fiber.Ctx) error {
 	if state == "" {
 		return invalid(ledger.MsgCLIMissingState)
 	}
-	p, err := s.svc.CLILogin.PollLogin(c.UserContext(), state)
+	p, err := s.svc.CLILogin.PollLogin(c.UserContext(), state, c.Query("code_verifier"))
 	if err != nil {
 		return err
 	}

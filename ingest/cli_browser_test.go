@@ -130,7 +130,8 @@ func TestCLILoginPageInARealBrowser(t *testing.T) {
 	if err != nil || search != "" {
 		t.Fatalf("the state stays in the address bar: %q, %v", search, err)
 	}
-	if err := chromedp.Do(ctx, chromedp.Click("#signin")); err != nil {
+	// The person confirms the code their terminal shows, then signs in.
+	if err := chromedp.Do(ctx, chromedp.Click("#confirm-code"), chromedp.WaitVisible("#signin"), chromedp.Click("#signin")); err != nil {
 		t.Fatal(err)
 	}
 	signedIn(state)
@@ -149,7 +150,7 @@ func TestCLILoginPageInARealBrowser(t *testing.T) {
 	// With a pasted token.
 	state, link = start()
 	token, _ := json.Marshal(b.iss.Token(t, "sub-owner", email))
-	if err := chromedp.Do(ctx, chromedp.Navigate(link)); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Navigate(link), chromedp.Click("#confirm-code"), chromedp.WaitVisible("#paste")); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById('token').value = `+string(token)+`; `+

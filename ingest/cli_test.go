@@ -69,14 +69,23 @@ func (b *cliBundle) login(t *testing.T, sub, email string) string {
 	t.Helper()
 	start := mustOK(t, do(t, b.app, req{"POST", "/api/v1/cli/auth/start", nil, nil}), 200)
 	state := start["state"].(string)
+	mustOK(t, do(t, b.app, confirmReq(state, start["user_code"])), 200)
 	mustOK(t, do(t, b.app, req{"POST", "/api/v1/cli/auth/callback", map[string]any{"state": state, "id_token": b.iss.Token(t, sub, email)}, nil}), 200)
 	poll := mustOK(t, do(t, b.app, req{"GET", "/api/v1/cli/auth/poll?state=" + url.QueryEscape(state), nil, nil}), 200)
 	return poll["token"].(string)
 }
 
+// start starts a login and confirms its code, as the person does on the
+// sign-in page; it returns the state.
 func (b *cliBundle) start(t *testing.T) string {
 	t.Helper()
-	return mustOK(t, do(t, b.app, req{"POST", "/api/v1/cli/auth/start", nil, nil}), 200)["state"].(string)
+	start := mustOK(t, do(t, b.app, req{"POST", "/api/v1/cli/auth/start", nil, nil}), 200)
+	mustOK(t, do(t, b.app, confirmReq(start["state"].(string), start["user_code"])), 200)
+	return start["state"].(string)
+}
+
+func confirmReq(state string, userCode any) req {
+	return req{"POST", "/api/v1/cli/auth/confirm", map[string]any{"state": state, "user_code": userCode}, nil}
 }
 
 func pollReq(state string) req {
@@ -113,8 +122,10 @@ func TestCLILoginFlow(t *testing.T) {
 	if d := mustOK(t, do(t, b.app, pollReq(state)), 200); d["status"] != "pending" || d["token"] != nil {
 		t.Fatalf("poll before sign-in: %v", d)
 	}
-	// The person signs in four minutes later: an owner the operator
-	// created, whose email the provider spells in capitals.
+	// The person confirms the code and signs in four minutes later: an
+	// owner the operator created, whose email the provider spells in
+	// capitals.
+	mustOK(t, do(t, b.app, confirmReq(state, start["user_code"])), 200)
 	b.clock.Set(now.Add(4 * time.Minute))
 	email := b.ownerEmail(t, w)
 	d := mustOK(t, do(t, b.app, callbackReq(state, b.iss.Token(t, "sub-owner", strings.ToUpper(email)))), 200)
@@ -602,7 +613,8 @@ func TestCLIChainCap(t *testing.T) {
 
 func TestCLILoginPage(t *testing.T) {
 	b := setupCLI(t)
-	r := do(t, b.app, req{"GET", "/cli/login?state=abc123", nil, nil})
+	state := mustOK(t, do(t, b.app, req{"POST", "/api/v1/cli/auth/start", nil, nil}), 200)["state"].(string)
+	r := do(t, b.app, req{"GET", "/cli/login?state=" + url.QueryEscape(state), nil, nil})
 	page := string(r.Raw)
 	csp := r.Header.Get("Content-Security-Policy")
 	if r.Status != 200 || !strings.HasPrefix(r.Header.Get("Content-Type"), "text/html") ||
@@ -610,7 +622,7 @@ func TestCLILoginPage(t *testing.T) {
 		!strings.Contains(csp, "script-src 'nonce-") || !strings.Contains(csp, "connect-src 'self' "+b.iss.URL) {
 		t.Fatalf("page headers %v", r.Header)
 	}
-	for _, want := range []string{`data-state="abc123"`, `data-issuer="` + b.iss.URL + `"`, `data-client-id="` + testissuer.ClientID + `"`,
+	for _, want := range []string{`data-state="` + state + `"`, `data-issuer="` + b.iss.URL + `"`, `data-client-id="` + testissuer.ClientID + `"`,
 		`data-redirect-uri="https://track.example/cli/login"`, `data-callback="/api/v1/cli/auth/callback"`, `id="signin"`} {
 		if !strings.Contains(page, want) {
 			t.Fatalf("page lacks %s", want)
@@ -620,6 +632,9 @@ func TestCLILoginPage(t *testing.T) {
 	r = do(t, b.app, req{"GET", "/cli/login?state=" + url.QueryEscape(`"><script>alert(1)</script>`), nil, nil})
 	if strings.Contains(string(r.Raw), "<script>alert(1)") {
 		t.Fatal("the state is not escaped")
+	}
+	if !strings.Contains(string(r.Raw), "unknown, used or expired") || strings.Contains(string(r.Raw), `id="signin"`) {
+		t.Fatalf("page of an unknown state: %s", r.Raw)
 	}
 	r = do(t, b.app, req{"GET", "/cli/login", nil, nil})
 	if !strings.Contains(string(r.Raw), "partnertrack login</code>, which puts") {
@@ -635,5 +650,77 @@ func TestCLILoginPage(t *testing.T) {
 	r = do(t, srv.App(), callbackReq(b.start(t), "x"))
 	if e, _ := r.Body["error"].(map[string]any); r.Status != 503 || !strings.HasPrefix(e["message"].(string), msgSignInNotConfigured) {
 		t.Fatalf("callback without a provider: %d %s", r.Status, r.Raw)
+	}
+}
+
+// TestCLILoginBoundToTerminal: a login link sent to someone else is of no
+// use to whoever started it. The page shows the code, the starting client
+// and time, and the callback completes only a login the person confirmed;
+// a client that sent a code challenge polls with its verifier, so the
+// state alone gets nothing (issue 21 item 5).
+func TestCLILoginBoundToTerminal(t *testing.T) {
+	b := setupCLI(t)
+	w := MustWorld(t, b.app)
+	email := b.ownerEmail(t, w)
+	verifier := "verifier-kept-by-the-terminal-0123456789-abcdefghij"
+	r := do(t, b.app, req{"POST", "/api/v1/cli/auth/start",
+		map[string]any{"code_challenge": ledger.CodeChallengeS256(verifier), "code_challenge_method": "S256"},
+		map[string]string{"User-Agent": "partnertrack-cli/9.9 <linux>"}})
+	start := mustOK(t, r, 200)
+	state, code := start["state"].(string), start["user_code"].(string)
+	if len(code) != 9 || code[4] != '-' || strings.Trim(code[:4]+code[5:], "BCDFGHJKLMNPQRSTVWXZ") != "" {
+		t.Fatalf("user_code = %q", code)
+	}
+
+	page := string(do(t, b.app, req{"GET", "/cli/login?state=" + url.QueryEscape(state), nil, nil}).Raw)
+	for _, want := range []string{code, "partnertrack-cli/9.9 &lt;linux&gt;", "Started " + b.clock.Now().UTC().Format("2006-01-02 15:04"),
+		`id="confirm-code"`, `data-confirm="/api/v1/cli/auth/confirm"`} {
+		if !strings.Contains(page, want) {
+			t.Fatalf("page lacks %s: %s", want, page)
+		}
+	}
+
+	// Without confirmation the callback completes nothing, and the token
+	// is not used up.
+	tok := b.iss.Token(t, "sub-owner", email)
+	assertPlatformError(t, do(t, b.app, callbackReq(state, tok)), 403, "ForbiddenError", ledger.MsgCLINotConfirmed, "")
+	for _, tc := range []struct {
+		body any
+		msg  string
+	}{
+		{map[string]any{"state": state}, ledger.MsgCLIConfirmFields},
+		{map[string]any{"user_code": code}, ledger.MsgCLIConfirmFields},
+		{map[string]any{"state": state, "user_code": "BBBB-BBBB"}, ledger.MsgCLIUserCodeMismatch},
+	} {
+		r := do(t, b.app, req{"POST", "/api/v1/cli/auth/confirm", tc.body, nil})
+		assertPlatformError(t, r, 400, "BadRequestError", tc.msg, "")
+	}
+	assertPlatformError(t, do(t, b.app, confirmReq("no-such-state", code)), 404, "NotFoundError", ledger.MsgCLISessionNotFoundUsed, "")
+	mustOK(t, do(t, b.app, confirmReq(state, strings.ToLower(code))), 200)
+	mustOK(t, do(t, b.app, callbackReq(state, tok)), 200)
+
+	// The state alone, or a wrong verifier, gets nothing; the verifier
+	// gets the token once.
+	for _, path := range []string{"/api/v1/cli/auth/poll?state=" + url.QueryEscape(state),
+		"/api/v1/cli/auth/poll?state=" + url.QueryEscape(state) + "&code_verifier=wrong"} {
+		r := do(t, b.app, req{"GET", path, nil, nil})
+		assertPlatformError(t, r, 403, "ForbiddenError", ledger.MsgCLIVerifierMismatch, "")
+	}
+	d := mustOK(t, do(t, b.app, req{"GET", "/api/v1/cli/auth/poll?state=" + url.QueryEscape(state) + "&code_verifier=" + verifier, nil, nil}), 200)
+	if d["status"] != "complete" || d["token"] == nil {
+		t.Fatalf("poll with the verifier: %v", d)
+	}
+
+	// A bad challenge is refused at start.
+	for _, body := range []map[string]any{
+		{"code_challenge": "short"},
+		{"code_challenge": 42},
+		{"code_challenge": ledger.CodeChallengeS256("x"), "code_challenge_method": "plain"},
+		{"code_challenge_method": "S256"},
+	} {
+		r := do(t, b.app, req{"POST", "/api/v1/cli/auth/start", body, nil})
+		if r.Status != 400 {
+			t.Fatalf("start with %v: %d %s", body, r.Status, r.Raw)
+		}
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
+
+	"github.com/partnertrack/partnertrack/ledger"
 )
 
 //go:embed static/cli-login.html
@@ -38,8 +40,28 @@ func (s *Server) cliLoginPage(c *fiber.Ctx) error {
 	if s.svc.Identity != nil {
 		issuer = s.cfg.OIDCIssuerURL
 	}
+	// The login's code, starting client and time, for the person to check
+	// against their terminal; a login that cannot be signed in shows none.
+	var userCode, userAgent, startedAt string
+	if state != "" && issuer != "" {
+		l, err := s.svc.CLILogin.LoginInfo(c.UserContext(), state)
+		if err != nil {
+			return err
+		}
+		if l != nil && l.State == ledger.CLILoginPending && !l.Expired(s.now()) && l.UserCode != "" {
+			userCode, userAgent = ledger.FormatUserCode(l.UserCode), l.UserAgent
+			startedAt = l.CreatedAt.UTC().Format("2006-01-02 15:04:05 UTC")
+			if userAgent == "" {
+				userAgent = "an unnamed client"
+			}
+		}
+	}
 	var buf bytes.Buffer
 	err := cliLoginTemplate.Execute(&buf, map[string]string{
+		"UserCode":    userCode,
+		"UserAgent":   userAgent,
+		"StartedAt":   startedAt,
+		"Confirm":     "/api/v1/cli/auth/confirm",
 		"Nonce":       n,
 		"State":       state,
 		"Issuer":      issuer,

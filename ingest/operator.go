@@ -75,6 +75,21 @@ func (s *Server) opSuspendUser(c *fiber.Ctx) error {
 	return ok(c, fiber.StatusOK, fiber.Map{"id": u.ID, "email": u.Email, "suspended_at": formatTime(*u.SuspendedAt)})
 }
 
+// opUnlinkIdentity is POST /users/:id/unlink-identity: the user's binding
+// to a provider identity is removed, so that their next sign-in binds
+// anew (a person whose provider account changed).
+func (s *Server) opUnlinkIdentity(c *fiber.Ctx) error {
+	userID, err := pathID(c, "id", "user")
+	if err != nil {
+		return err
+	}
+	u, err := s.svc.Accounts.UnlinkIdentity(c.UserContext(), userID)
+	if err != nil {
+		return err
+	}
+	return ok(c, fiber.StatusOK, fiber.Map{"id": u.ID, "email": u.Email, "unlinked": true})
+}
+
 const msgWorkspaceID = "workspace_id is required and must be an integer"
 
 func (s *Server) opCreateProgram(c *fiber.Ctx) error {

@@ -96,6 +96,7 @@ func (s *Server) operatorRoutes() {
 	op.Post("/workspaces/:id/members", s.opAddMember)
 	op.Post("/users/:id/sessions", s.opCreateSession)
 	op.Post("/users/:id/suspend", s.opSuspendUser)
+	op.Post("/users/:id/unlink-identity", s.opUnlinkIdentity)
 	op.Post("/programs", s.opCreateProgram)
 	op.Post("/programs/:id/partners", s.opEnrollPartner)
 	op.Post("/programs/:id/links", s.opCreateLink)

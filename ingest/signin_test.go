@@ -11,6 +11,7 @@ import (
 
 	"github.com/partnertrack/partnertrack/ingest/oidc"
 	"github.com/partnertrack/partnertrack/ingest/oidc/testissuer"
+	"github.com/partnertrack/partnertrack/ledger"
 )
 
 // signInBundle is an edge whose sign-in trusts an in-process test issuer.
@@ -24,6 +25,7 @@ func setupSignIn(t *testing.T) *signInBundle {
 	t.Helper()
 	b := setup(t)
 	iss := testissuer.New(t)
+	iss.SetClock(b.clock.Now)
 	srv := newTestServer(b.db, b.clock, func(svc *Services, _ *Options) {
 		svc.Identity = oidc.New(oidc.Config{IssuerURL: iss.URL, ClientID: testissuer.ClientID, Now: b.clock.Now})
 	})
@@ -144,6 +146,65 @@ func TestSignIn(t *testing.T) {
 		if r := do(t, b.app, req{"GET", "/api/tracking/events/1", nil, bearer(d["token"].(string))}); r.Status != 401 {
 			t.Fatalf("suspended user's token: %d", r.Status)
 		}
+	})
+
+	t.Run("ErrIdentityMismatch", func(t *testing.T) {
+		// The first sign-in binds the email to the provider's subject; an
+		// id_token with the same verified email and another subject is
+		// refused, and does not rebind it.
+		first := mustOK(t, do(t, b.app, signInReq(b.iss.Token(t, "sub-bound", "bound@example.com"))), 200)
+		uid := id(first["user"].(map[string]any)["id"])
+		r := do(t, b.app, signInReq(b.iss.Token(t, "sub-intruder", "bound@example.com")))
+		assertPlatformError(t, r, 403, "ForbiddenError", ledger.MsgIdentityMismatch, "")
+		assertDetailsCode(t, r, "IDENTITY_MISMATCH")
+		mustOK(t, do(t, b.app, signInReq(b.iss.Token(t, "sub-bound", "bound@example.com"))), 200)
+
+		// An operator unlinks the identity: the next sign-in binds anew.
+		u := mustOK(t, do(t, b.app, req{"POST", "/api/operator/v1/users/" + itoa(uid) + "/unlink-identity", nil, operator()}), 200)
+		if id(u["id"]) != uid || u["email"] != "bound@example.com" {
+			t.Fatalf("unlink = %v", u)
+		}
+		relinked := mustOK(t, do(t, b.app, signInReq(b.iss.Token(t, "sub-new-account", "bound@example.com"))), 200)
+		if id(relinked["user"].(map[string]any)["id"]) != uid {
+			t.Fatalf("relinked as %v, want user %d", relinked["user"], uid)
+		}
+		r = do(t, b.app, signInReq(b.iss.Token(t, "sub-bound", "bound@example.com")))
+		assertPlatformError(t, r, 403, "ForbiddenError", ledger.MsgIdentityMismatch, "")
+
+		// Without a user, and an unknown one.
+		r = do(t, b.app, req{"POST", "/api/operator/v1/users/999999/unlink-identity", nil, operator()})
+		if r.Status != 404 {
+			t.Fatalf("unlink of an unknown user: %d %s", r.Status, r.Raw)
+		}
+		if r := do(t, b.app, req{"POST", "/api/operator/v1/users/" + itoa(uid) + "/unlink-identity", nil, nil}); r.Status != 401 {
+			t.Fatalf("unlink without the operator token: %d", r.Status)
+		}
+	})
+
+	t.Run("ErrIdentityTakenByAnotherEmail", func(t *testing.T) {
+		mustOK(t, do(t, b.app, signInReq(b.iss.Token(t, "sub-moves", "before@example.com"))), 200)
+		r := do(t, b.app, signInReq(b.iss.Token(t, "sub-moves", "after@example.com")))
+		assertPlatformError(t, r, 403, "ForbiddenError", ledger.MsgIdentityTaken, "")
+		assertDetailsCode(t, r, "IDENTITY_MISMATCH")
+	})
+
+	t.Run("ErrTokenUsedTwice", func(t *testing.T) {
+		tok := b.iss.Token(t, "sub-once", "once@example.com")
+		mustOK(t, do(t, b.app, signInReq(tok)), 200)
+		r := do(t, b.app, signInReq(tok))
+		assertPlatformError(t, r, 401, "UnauthorizedError", ledger.MsgIDTokenUsed, "")
+	})
+
+	t.Run("ErrIssuedInTheFuture", func(t *testing.T) {
+		tok := b.iss.Sign(t, claims(func(c map[string]any) { c["iat"] = now.Add(5 * time.Minute).Unix() }))
+		r := do(t, b.app, signInReq(tok))
+		assertPlatformError(t, r, 401, "UnauthorizedError", "Invalid id_token", "")
+	})
+
+	t.Run("ErrSeveralAudiencesWithoutAzp", func(t *testing.T) {
+		tok := b.iss.Sign(t, claims(func(c map[string]any) { c["aud"] = []string{"other", testissuer.ClientID} }))
+		r := do(t, b.app, signInReq(tok))
+		assertPlatformError(t, r, 401, "UnauthorizedError", "Invalid id_token", "")
 	})
 
 	t.Run("ErrBadBody", func(t *testing.T) {

@@ -128,6 +128,10 @@ type AccountService interface {
 	// SuspendUser suspends a user and revokes their sessions.
 	// Errors: ENotFound.
 	SuspendUser(ctx context.Context, userID int64) (*User, error)
+	// UnlinkIdentity removes the user's binding to a provider identity:
+	// their next sign-in binds anew (the operator's relink of a person
+	// whose provider account changed). Errors: ENotFound.
+	UnlinkIdentity(ctx context.Context, userID int64) (*User, error)
 	// ProgramRole returns the user's role in the workspace of a program.
 	// Errors: ENotFound (program), EForbidden (not a member).
 	ProgramRole(ctx context.Context, userID, programID int64) (Role, error)

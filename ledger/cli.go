@@ -72,6 +72,11 @@ type CLILogin struct {
 	UserID    *int64 // set once signed in
 	CreatedAt time.Time
 	ExpiresAt time.Time
+
+	UserCode      string // shown in the terminal and on the sign-in page ("" before issue 21)
+	UserAgent     string // the starting client's User-Agent
+	Confirmed     bool   // the person confirmed the code on the sign-in page
+	CodeChallenge string // S256 challenge the poll's verifier must match; "" when none
 }
 
 // Expired reports whether the login link is older than its lifetime.
@@ -81,7 +86,20 @@ func (l *CLILogin) Expired(now time.Time) bool { return !now.Before(l.ExpiresAt)
 // l (nil: no session has the state). Errors: ENotFound (no session, or
 // one already signed in or consumed: MsgCLISessionNotFoundUsed), EInvalid
 // (MsgCLISessionExpired).
+// A login whose code the person has not confirmed on the sign-in page is
+// refused too (EForbidden, MsgCLINotConfirmed).
 func (l *CLILogin) CheckCallback(now time.Time) error {
+	if err := l.checkPending(now); err != nil {
+		return err
+	}
+	if !l.Confirmed {
+		return NewError(EForbidden, MsgCLINotConfirmed)
+	}
+	return nil
+}
+
+// checkPending refuses a login that is gone, used or expired.
+func (l *CLILogin) checkPending(now time.Time) error {
 	if l == nil || l.State != CLILoginPending {
 		return NewError(ENotFound, MsgCLISessionNotFoundUsed)
 	}
@@ -114,6 +132,7 @@ func (l *CLILogin) Poll(now time.Time) (string, error) {
 // CLI that started it; only its hash is stored.
 type CLILoginStart struct {
 	State     string
+	UserCode  string // shown XXXX-XXXX (FormatUserCode)
 	ExpiresAt time.Time
 }
 
@@ -131,8 +150,14 @@ type CLIPoll struct {
 // CLILoginService runs the browser login of the CLI.
 type CLILoginService interface {
 	// StartLogin creates a pending login session that expires after
-	// CLILoginTTL.
-	StartLogin(ctx context.Context) (*CLILoginStart, error)
+	// CLILoginTTL, with a fresh user code and what the client told.
+	StartLogin(ctx context.Context, opts CLILoginOptions) (*CLILoginStart, error)
+	// LoginInfo returns the session of state for the sign-in page (nil
+	// when none).
+	LoginInfo(ctx context.Context, state string) (*CLILogin, error)
+	// ConfirmLogin records that the person confirmed the user code on the
+	// sign-in page. Errors: those of CLILogin.CheckConfirm.
+	ConfirmLogin(ctx context.Context, state, userCode string) error
 	// CheckLogin tells whether the callback may complete the session of
 	// state, before the id_token is verified. Errors: those of
 	// CLILogin.CheckCallback.
@@ -145,8 +170,9 @@ type CLILoginService interface {
 	// login token (a CLISession) and consumes the session in the same
 	// transaction. Errors: those of CLILogin.Poll; EForbidden with
 	// details.code ACCOUNT_BLOCKED when the user was suspended after
-	// signing in.
-	PollLogin(ctx context.Context, state string) (*CLIPoll, error)
+	// signing in. A session started with a code challenge answers only a
+	// poll with its verifier (EForbidden, MsgCLIVerifierMismatch).
+	PollLogin(ctx context.Context, state, verifier string) (*CLIPoll, error)
 }
 
 // AdvertiserRole is one workspace a user owns or administers.

@@ -13,7 +13,7 @@ func TestCLILoginStateMachine(t *testing.T) {
 	expires := created.Add(CLILoginTTL)
 	user := int64(7)
 	login := func(st CLILoginState) *CLILogin {
-		l := &CLILogin{State: st, CreatedAt: created, ExpiresAt: expires}
+		l := &CLILogin{State: st, CreatedAt: created, ExpiresAt: expires, UserCode: "BCDFGHJK", Confirmed: true}
 		if st != CLILoginPending {
 			l.UserID = &user
 		}
@@ -61,6 +61,21 @@ func TestCLILoginStateMachine(t *testing.T) {
 				t.Fatalf("CheckCallback: %v, want %q", err, c.wantCallback)
 			}
 		})
+	}
+	// A pending login whose code the person has not confirmed may not be
+	// signed in (403), and only its own code confirms it.
+	unconfirmed := &CLILogin{State: CLILoginPending, CreatedAt: created, ExpiresAt: expires, UserCode: "BCDFGHJK"}
+	if err := unconfirmed.CheckCallback(created); ErrorCode(err) != EForbidden || ErrorMessage(err) != MsgCLINotConfirmed {
+		t.Fatalf("unconfirmed callback: %v", err)
+	}
+	if err := unconfirmed.CheckConfirm("bcdf-ghjk", created); err != nil {
+		t.Fatalf("confirm with the code as typed: %v", err)
+	}
+	if err := unconfirmed.CheckConfirm("BCDF-GHJL", created); ErrorMessage(err) != MsgCLIUserCodeMismatch {
+		t.Fatalf("confirm with another code: %v", err)
+	}
+	if err := unconfirmed.CheckConfirm("BCDFGHJK", expires); ErrorMessage(err) != MsgCLISessionExpired {
+		t.Fatalf("confirm after expiry: %v", err)
 	}
 	// Status codes of the refusals: 404 for unknown or used, 400 otherwise.
 	if code := ErrorCode((*CLILogin)(nil).CheckCallback(created)); code != ENotFound {

@@ -1,6 +1,9 @@
 package ledger
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Identity is who a verified OpenID Connect id_token says the caller is.
 // An Identity is only ever returned with a verified email address.
@@ -8,6 +11,12 @@ type Identity struct {
 	Issuer  string // the token's iss
 	Subject string // the token's sub: the person's stable id at the provider
 	Email   string // lower-cased, verified by the provider
+
+	// TokenHash is the SHA-256 of the id_token and TokenExpires its exp:
+	// sign-in stores the hash until then and refuses the token a second
+	// time. An Identity without a hash is not checked for reuse.
+	TokenHash    []byte
+	TokenExpires time.Time
 }
 
 // Codes carried in error.details.code by sign-in refusals (dashboard
@@ -15,6 +24,7 @@ type Identity struct {
 const (
 	DetailAccountBlocked           = "ACCOUNT_BLOCKED"
 	DetailProviderEmailNotVerified = "PROVIDER_EMAIL_NOT_VERIFIED"
+	DetailIdentityMismatch         = "IDENTITY_MISMATCH"
 )
 
 // Messages of sign-in.
@@ -23,7 +33,19 @@ const (
 	MsgIDTokenInvalid           = "Invalid id_token"
 	MsgIDTokenExpired           = "id_token has expired"
 	MsgProviderEmailNotVerified = "Your sign-in provider has not verified your email address."
+	MsgIDTokenUsed              = "id_token has already been used"
+	MsgIdentityMismatch         = "This email address is linked to a different account at the sign-in provider. " +
+		"Sign in with that account, or ask an operator to unlink it."
+	MsgIdentityTaken = "This sign-in account is already linked to another partnertrack user. " +
+		"Ask an operator to unlink it."
 )
+
+// ErrIdentityMismatch is the refusal of an id_token whose issuer and
+// subject are not the ones the user of its email is bound to, or that are
+// bound to another user (403, details.code IDENTITY_MISMATCH).
+func ErrIdentityMismatch(msg string) *Error {
+	return NewError(EForbidden, msg).WithDetails(map[string]any{"code": DetailIdentityMismatch})
+}
 
 // ErrAccountBlocked is the refusal of a suspended user (403, details.code
 // ACCOUNT_BLOCKED).
@@ -61,10 +83,14 @@ type SignInService interface {
 	// LinkIdentity returns the user of a verified identity. Users are keyed
 	// by lower-cased email, as invitations are: the first sign-in creates
 	// the user, or links the user the operator API already created for that
-	// email (an invited member), and records the provider's subject (the
-	// latest one, should the provider's account behind the email change).
+	// email (an invited member), and binds it to the provider's issuer and
+	// subject. Later sign-ins must present that issuer and subject. The
+	// id_token (id.TokenHash) is used up.
 	//
-	// Errors: EForbidden with details.code ACCOUNT_BLOCKED (suspended).
+	// Errors: EForbidden with details.code ACCOUNT_BLOCKED (suspended) or
+	// IDENTITY_MISMATCH (the email's user is bound to another subject:
+	// MsgIdentityMismatch; the subject is bound to another user:
+	// MsgIdentityTaken); EUnauthorized (MsgIDTokenUsed).
 	LinkIdentity(ctx context.Context, id Identity) (*User, error)
 	// SignIn links the identity as LinkIdentity does and mints a session of
 	// the given kind. Errors: those of LinkIdentity.

@@ -75,8 +75,14 @@ func TestCLIAgainstTheEdge(t *testing.T) {
 		resp.Body.Close()
 		state := regexp.MustCompile(`data-state="([^"]+)"`).FindSubmatch(page)
 		callback := regexp.MustCompile(`data-callback="([^"]+)"`).FindSubmatch(page)
-		if resp.StatusCode != 200 || state == nil || callback == nil {
+		confirm := regexp.MustCompile(`data-confirm="([^"]+)"`).FindSubmatch(page)
+		code := regexp.MustCompile(`data-user-code="([^"]+)"`).FindSubmatch(page)
+		if resp.StatusCode != 200 || state == nil || callback == nil || confirm == nil || code == nil {
 			return fmt.Errorf("login page %d: %s", resp.StatusCode, page)
+		}
+		// The person confirms the code the terminal shows, then signs in.
+		if status, body := post(t, base+string(confirm[1]), "", map[string]any{"state": string(state[1]), "user_code": string(code[1])}); status != 200 {
+			return fmt.Errorf("confirm %d %v", status, body)
 		}
 		status, body := post(t, base+string(callback[1]), "", map[string]any{"state": string(state[1]), "id_token": iss.Token(t, "sub-brand", email)})
 		if status != 200 {

@@ -1,12 +1,14 @@
 // Package oidc verifies the id_tokens of the sign-in provider with
 // github.com/coreos/go-oidc: discovery of the issuer, its JWKS (fetched and
-// refreshed by go-oidc when the provider rotates keys), issuer, audience,
-// expiry and a verified email. It implements [ledger.IdentityVerifier], the
+// refreshed by go-oidc when the provider rotates keys), issuer, audience
+// (and azp when there are several), expiry, an iat not in the future and a
+// verified email. It implements [ledger.IdentityVerifier], the
 // one verification that dashboard sign-in and the CLI login callback share.
 package oidc
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -89,10 +91,25 @@ func (v *Verifier) idVerifier(ctx context.Context) (*gooidc.IDTokenVerifier, err
 	return v.verifier, nil
 }
 
-// claims are the id_token claims we read beyond the registered ones.
+// claims are the id_token claims we read beyond those go-oidc checks.
 type claims struct {
 	Email         string       `json:"email"`
 	EmailVerified flexibleBool `json:"email_verified"`
+	AZP           *string      `json:"azp"`
+}
+
+// maxIssuedAtSkew is how far in the future an id_token's iat may be
+// (clocks differ a little); a token issued later than that is refused.
+const maxIssuedAtSkew = 2 * time.Minute
+
+// checkParty applies OpenID Connect Core 3.1.3.7 rules 4 and 5: a token
+// for several audiences must name us as its authorized party (azp), and
+// an azp, when present, must be our client id.
+func (v *Verifier) checkParty(aud []string, azp *string) bool {
+	if azp != nil {
+		return *azp == v.cfg.ClientID
+	}
+	return len(aud) <= 1
 }
 
 // flexibleBool reads email_verified as some providers send it: a JSON
@@ -137,6 +154,9 @@ func (v *Verifier) VerifyIDToken(ctx context.Context, raw string) (*ledger.Ident
 	if err := tok.Claims(&c); err != nil {
 		return nil, ledger.NewError(ledger.EUnauthorized, ledger.MsgIDTokenInvalid)
 	}
+	if !v.checkParty(tok.Audience, c.AZP) || tok.IssuedAt.After(v.cfg.Now().Add(maxIssuedAtSkew)) {
+		return nil, ledger.NewError(ledger.EUnauthorized, ledger.MsgIDTokenInvalid)
+	}
 	email, ok := ledger.NormalizeEmail(c.Email)
 	if !ok || !bool(c.EmailVerified) {
 		return nil, ledger.ErrProviderEmailNotVerified()
@@ -144,7 +164,9 @@ func (v *Verifier) VerifyIDToken(ctx context.Context, raw string) (*ledger.Ident
 	if tok.Subject == "" {
 		return nil, ledger.NewError(ledger.EUnauthorized, ledger.MsgIDTokenInvalid)
 	}
-	return &ledger.Identity{Issuer: tok.Issuer, Subject: tok.Subject, Email: email}, nil
+	hash := sha256.Sum256([]byte(raw))
+	return &ledger.Identity{Issuer: tok.Issuer, Subject: tok.Subject, Email: email,
+		TokenHash: hash[:], TokenExpires: tok.Expiry}, nil
 }
 
 // isKeyFetchFailure tells a provider whose keys could not be fetched (the

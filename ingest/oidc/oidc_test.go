@@ -50,7 +50,20 @@ func TestVerifyIDToken(t *testing.T) {
 	}{
 		{desc: "OK: email_verified true", token: sign(nil)},
 		{desc: `OK: email_verified "true" (a string)`, token: sign(func(c map[string]any) { c["email_verified"] = "true" })},
-		{desc: "OK: audience in a list", token: sign(func(c map[string]any) { c["aud"] = []string{"other", testissuer.ClientID} })},
+		{desc: "OK: audience in a list, azp ours", token: sign(func(c map[string]any) {
+			c["aud"], c["azp"] = []string{"other", testissuer.ClientID}, testissuer.ClientID
+		})},
+		{desc: "OK: one audience in a list without azp", token: sign(func(c map[string]any) { c["aud"] = []string{testissuer.ClientID} })},
+		{desc: "OK: iat within the skew", token: sign(func(c map[string]any) { c["iat"] = clk.Now().Add(time.Minute).Unix() })},
+		{desc: "ErrSeveralAudiencesNoAzp", token: sign(func(c map[string]any) { c["aud"] = []string{"other", testissuer.ClientID} }),
+			wantCode: ledger.EUnauthorized, wantMsg: ledger.MsgIDTokenInvalid},
+		{desc: "ErrSeveralAudiencesOtherAzp", token: sign(func(c map[string]any) {
+			c["aud"], c["azp"] = []string{"other", testissuer.ClientID}, "other"
+		}), wantCode: ledger.EUnauthorized, wantMsg: ledger.MsgIDTokenInvalid},
+		{desc: "ErrAzpNotOurs", token: sign(func(c map[string]any) { c["azp"] = "other" }),
+			wantCode: ledger.EUnauthorized, wantMsg: ledger.MsgIDTokenInvalid},
+		{desc: "ErrIssuedInTheFuture", token: sign(func(c map[string]any) { c["iat"] = clk.Now().Add(3 * time.Minute).Unix() }),
+			wantCode: ledger.EUnauthorized, wantMsg: ledger.MsgIDTokenInvalid},
 		{desc: "ErrWrongAudience", token: sign(func(c map[string]any) { c["aud"] = "someone-else" }),
 			wantCode: ledger.EUnauthorized, wantMsg: ledger.MsgIDTokenInvalid},
 		{desc: "ErrWrongIssuer", token: sign(func(c map[string]any) { c["iss"] = "https://evil.example" }),
@@ -81,9 +94,13 @@ func TestVerifyIDToken(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				want := ledger.Identity{Issuer: iss.URL, Subject: "sub-1", Email: "ada@example.com"}
-				if *id != want {
-					t.Fatalf("identity = %+v, want %+v", *id, want)
+				if id.Issuer != iss.URL || id.Subject != "sub-1" || id.Email != "ada@example.com" {
+					t.Fatalf("identity = %+v", *id)
+				}
+				// The token's hash and expiry travel with the identity, so
+				// that sign-in can use each token once.
+				if len(id.TokenHash) == 0 || id.TokenExpires.IsZero() {
+					t.Fatalf("identity carries no token hash or expiry: %+v", *id)
 				}
 				return
 			}

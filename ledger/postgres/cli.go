@@ -30,14 +30,16 @@ const cliSessionRetention = 24 * time.Hour
 
 // StartLogin stores a pending session under the hash of a fresh state,
 // and deletes a bounded batch of sessions expired for a day.
-func (s *CLIService) StartLogin(ctx context.Context) (start *ledger.CLILoginStart, err error) {
+func (s *CLIService) StartLogin(ctx context.Context, opts ledger.CLILoginOptions) (start *ledger.CLILoginStart, err error) {
 	defer wrap(&err, "postgres.StartLogin")
 	now := s.db.now()
-	start = &ledger.CLILoginStart{State: ledger.NewSecret(""), ExpiresAt: now.Add(ledger.CLILoginTTL)}
+	start = &ledger.CLILoginStart{State: ledger.NewSecret(""), UserCode: ledger.NewUserCode(), ExpiresAt: now.Add(ledger.CLILoginTTL)}
 	err = s.db.Transact(ctx, func(tx *sqlx.Tx) error {
 		if _, err := tx.ExecContext(ctx, `
-			INSERT INTO cli_sessions (state_hash, status, created_at, expires_at) VALUES ($1, 'pending', $2, $3)`,
-			ledger.HashSecret(start.State), now, start.ExpiresAt); err != nil {
+			INSERT INTO cli_sessions (state_hash, status, created_at, expires_at, user_code, user_agent, code_challenge)
+			VALUES ($1, 'pending', $2, $3, $4, $5, $6)`,
+			ledger.HashSecret(start.State), now, start.ExpiresAt, start.UserCode,
+			ledger.CLIUserAgent(opts.UserAgent), nullable(opts.CodeChallenge)); err != nil {
 			return err
 		}
 		_, err := tx.ExecContext(ctx, `
@@ -55,7 +57,9 @@ func (s *CLIService) StartLogin(ctx context.Context) (start *ledger.CLILoginStar
 // findLogin reads the session of state (nil when none), locked when
 // forUpdate.
 func findLogin(ctx context.Context, q queryer, state string, forUpdate bool) (*ledger.CLILogin, error) {
-	query := `SELECT status, user_id, created_at, expires_at FROM cli_sessions WHERE state_hash = $1`
+	query := `SELECT status, user_id, created_at, expires_at, COALESCE(user_code, '') AS user_code,
+		COALESCE(user_agent, '') AS user_agent, confirmed_at IS NOT NULL AS confirmed,
+		COALESCE(code_challenge, '') AS code_challenge FROM cli_sessions WHERE state_hash = $1`
 	if forUpdate {
 		query += ` FOR UPDATE`
 	}
@@ -64,6 +68,10 @@ func findLogin(ctx context.Context, q queryer, state string, forUpdate bool) (*l
 		UserID    *int64    `db:"user_id"`
 		CreatedAt time.Time `db:"created_at"`
 		ExpiresAt time.Time `db:"expires_at"`
+		UserCode  string    `db:"user_code"`
+		UserAgent string    `db:"user_agent"`
+		Confirmed bool      `db:"confirmed"`
+		Challenge string    `db:"code_challenge"`
 	}
 	if err := q.GetContext(ctx, &row, query, ledger.HashSecret(state)); errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
@@ -71,7 +79,33 @@ func findLogin(ctx context.Context, q queryer, state string, forUpdate bool) (*l
 		return nil, err
 	}
 	return &ledger.CLILogin{State: ledger.CLILoginState(row.Status), UserID: row.UserID,
-		CreatedAt: row.CreatedAt.UTC(), ExpiresAt: row.ExpiresAt.UTC()}, nil
+		CreatedAt: row.CreatedAt.UTC(), ExpiresAt: row.ExpiresAt.UTC(), UserCode: row.UserCode,
+		UserAgent: row.UserAgent, Confirmed: row.Confirmed, CodeChallenge: row.Challenge}, nil
+}
+
+// LoginInfo reads the session of state for the sign-in page.
+func (s *CLIService) LoginInfo(ctx context.Context, state string) (l *ledger.CLILogin, err error) {
+	defer wrap(&err, "postgres.LoginInfo")
+	return findLogin(ctx, s.db, state, false)
+}
+
+// ConfirmLogin records the person's confirmation of the user code.
+func (s *CLIService) ConfirmLogin(ctx context.Context, state, userCode string) (err error) {
+	defer wrap(&err, "postgres.ConfirmLogin")
+	now := s.db.now()
+	return s.db.Transact(ctx, func(tx *sqlx.Tx) error {
+		l, err := findLogin(ctx, tx, state, true)
+		if err != nil {
+			return err
+		}
+		if err := l.CheckConfirm(userCode, now); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `
+			UPDATE cli_sessions SET confirmed_at = COALESCE(confirmed_at, $2) WHERE state_hash = $1`,
+			ledger.HashSecret(state), now)
+		return err
+	})
 }
 
 // CheckLogin tells whether the callback may complete the session.
@@ -106,12 +140,15 @@ func (s *CLIService) CompleteLogin(ctx context.Context, state string, userID int
 // PollLogin answers a poll; the first poll after sign-in mints the CLI
 // login token and consumes the session in one transaction, so two
 // concurrent polls never both get a token.
-func (s *CLIService) PollLogin(ctx context.Context, state string) (p *ledger.CLIPoll, err error) {
+func (s *CLIService) PollLogin(ctx context.Context, state, verifier string) (p *ledger.CLIPoll, err error) {
 	defer wrap(&err, "postgres.PollLogin")
 	now := s.db.now()
 	err = s.db.Transact(ctx, func(tx *sqlx.Tx) error {
 		l, err := findLogin(ctx, tx, state, true)
 		if err != nil {
+			return err
+		}
+		if err := l.CheckVerifier(verifier); err != nil {
 			return err
 		}
 		status, err := l.Poll(now)

@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -39,7 +40,7 @@ func TestCLILoginLife(t *testing.T) {
 	ctx := context.Background()
 	userID, wsID := b.mustUser(t, "brand@acme.example")
 
-	start, err := b.cli.StartLogin(ctx)
+	start, err := startConfirmed(ctx, b.cli)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +54,7 @@ func TestCLILoginLife(t *testing.T) {
 		t.Fatalf("hashed state rows %d, %v", rows, err)
 	}
 
-	if p, err := b.cli.PollLogin(ctx, start.State); err != nil || p.Status != ledger.PollPending || p.Token != "" {
+	if p, err := b.cli.PollLogin(ctx, start.State, ""); err != nil || p.Status != ledger.PollPending || p.Token != "" {
 		t.Fatalf("poll before sign-in: %+v, %v", p, err)
 	}
 	b.clock.Add(time.Minute)
@@ -67,7 +68,7 @@ func TestCLILoginLife(t *testing.T) {
 	if err := b.cli.CompleteLogin(ctx, start.State, userID); ledger.ErrorMessage(err) != ledger.MsgCLISessionNotFoundUsed {
 		t.Fatalf("second callback: %v", err)
 	}
-	p, err := b.cli.PollLogin(ctx, start.State)
+	p, err := b.cli.PollLogin(ctx, start.State, "")
 	if err != nil || p.Status != ledger.PollComplete || p.Email != "brand@acme.example" || p.UserID != userID ||
 		p.AdvertiserID == nil || *p.AdvertiserID != wsID {
 		t.Fatalf("first poll after sign-in: %+v, %v", p, err)
@@ -80,14 +81,14 @@ func TestCLILoginLife(t *testing.T) {
 		t.Fatalf("token authenticates as %+v, %v", sess, err)
 	}
 	// The token is handed out once.
-	if _, err := b.cli.PollLogin(ctx, start.State); ledger.ErrorMessage(err) != ledger.MsgCLISessionConsumed || ledger.ErrorCode(err) != ledger.EInvalid {
+	if _, err := b.cli.PollLogin(ctx, start.State, ""); ledger.ErrorMessage(err) != ledger.MsgCLISessionConsumed || ledger.ErrorCode(err) != ledger.EInvalid {
 		t.Fatalf("re-poll: %v", err)
 	}
 	b.clock.Add(time.Hour)
-	if _, err := b.cli.PollLogin(ctx, start.State); ledger.ErrorMessage(err) != ledger.MsgCLISessionConsumed {
+	if _, err := b.cli.PollLogin(ctx, start.State, ""); ledger.ErrorMessage(err) != ledger.MsgCLISessionConsumed {
 		t.Fatalf("re-poll after expiry: %v", err)
 	}
-	if _, err := b.cli.PollLogin(ctx, "no-such-state"); ledger.ErrorMessage(err) != ledger.MsgCLISessionNotFound || ledger.ErrorCode(err) != ledger.ENotFound {
+	if _, err := b.cli.PollLogin(ctx, "no-such-state", ""); ledger.ErrorMessage(err) != ledger.MsgCLISessionNotFound || ledger.ErrorCode(err) != ledger.ENotFound {
 		t.Fatalf("unknown state: %v", err)
 	}
 }
@@ -107,7 +108,7 @@ func TestCLILoginExpiry(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.desc, func(t *testing.T) {
-			start, err := b.cli.StartLogin(ctx)
+			start, err := startConfirmed(ctx, b.cli)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -118,7 +119,7 @@ func TestCLILoginExpiry(t *testing.T) {
 			}
 			b.clock.Add(c.advance)
 			defer b.clock.Add(-c.advance)
-			if p, err := b.cli.PollLogin(ctx, start.State); err != nil || p.Status != ledger.PollExpired || p.Token != "" {
+			if p, err := b.cli.PollLogin(ctx, start.State, ""); err != nil || p.Status != ledger.PollExpired || p.Token != "" {
 				t.Fatalf("poll: %+v, %v", p, err)
 			}
 			want := ledger.MsgCLISessionExpired
@@ -134,16 +135,16 @@ func TestCLILoginExpiry(t *testing.T) {
 		})
 	}
 	t.Run("sessions expired for a day are deleted by later starts", func(t *testing.T) {
-		old, err := b.cli.StartLogin(ctx)
+		old, err := startConfirmed(ctx, b.cli)
 		if err != nil {
 			t.Fatal(err)
 		}
 		b.clock.Add(25 * time.Hour)
 		defer b.clock.Add(-25 * time.Hour)
-		if _, err := b.cli.StartLogin(ctx); err != nil {
+		if _, err := startConfirmed(ctx, b.cli); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := b.cli.PollLogin(ctx, old.State); ledger.ErrorMessage(err) != ledger.MsgCLISessionNotFound {
+		if _, err := b.cli.PollLogin(ctx, old.State, ""); ledger.ErrorMessage(err) != ledger.MsgCLISessionNotFound {
 			t.Fatalf("old session: %v", err)
 		}
 	})
@@ -153,7 +154,7 @@ func TestCLILoginConcurrentPollsHandOutOneToken(t *testing.T) {
 	b := setupCLI(t)
 	ctx := context.Background()
 	userID, _ := b.mustUser(t, "race@acme.example")
-	start, err := b.cli.StartLogin(ctx)
+	start, err := startConfirmed(ctx, b.cli)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +168,7 @@ func TestCLILoginConcurrentPollsHandOutOneToken(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			p, err := b.cli.PollLogin(ctx, start.State)
+			p, err := b.cli.PollLogin(ctx, start.State, "")
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -195,14 +196,14 @@ func TestCLILoginSuspendedAfterSignIn(t *testing.T) {
 	b := setupCLI(t)
 	ctx := context.Background()
 	userID, _ := b.mustUser(t, "gone@acme.example")
-	start, _ := b.cli.StartLogin(ctx)
+	start, _ := startConfirmed(ctx, b.cli)
 	if err := b.cli.CompleteLogin(ctx, start.State, userID); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := b.accounts.SuspendUser(ctx, userID); err != nil {
 		t.Fatal(err)
 	}
-	_, err := b.cli.PollLogin(ctx, start.State)
+	_, err := b.cli.PollLogin(ctx, start.State, "")
 	le, _ := err.(*ledger.Error)
 	if le == nil || le.Code != ledger.EForbidden || le.Details["code"] != ledger.DetailAccountBlocked {
 		t.Fatalf("poll of a suspended user: %v", err)
@@ -221,11 +222,11 @@ func TestCLILoginWithoutWorkspace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	start, _ := b.cli.StartLogin(ctx)
+	start, _ := startConfirmed(ctx, b.cli)
 	if err := b.cli.CompleteLogin(ctx, start.State, u.ID); err != nil {
 		t.Fatal(err)
 	}
-	p, err := b.cli.PollLogin(ctx, start.State)
+	p, err := b.cli.PollLogin(ctx, start.State, "")
 	if err != nil || p.Status != ledger.PollComplete || p.AdvertiserID != nil {
 		t.Fatalf("poll: %+v, %v (want no advertiser)", p, err)
 	}
@@ -357,5 +358,61 @@ func TestSyntheticFixture(t *testing.T) {
 	}
 	if _, err := store.EnsureFixture(ctx, 999999); ledger.ErrorCode(err) != ledger.ENotFound {
 		t.Fatalf("fixture of no program: %v", err)
+	}
+}
+
+// startConfirmed starts a login and confirms its code, as the person does
+// on the sign-in page before signing in.
+func startConfirmed(ctx context.Context, cli *postgres.CLIService) (*ledger.CLILoginStart, error) {
+	start, err := cli.StartLogin(ctx, ledger.CLILoginOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return start, cli.ConfirmLogin(ctx, start.State, start.UserCode)
+}
+
+func TestCLILoginBinding(t *testing.T) {
+	b := setupCLI(t)
+	ctx := context.Background()
+	uid, _ := b.mustUser(t, "bind@example.com")
+	u := struct{ ID int64 }{uid}
+	verifier := "a-verifier-only-the-starting-terminal-knows-0123456789"
+	start, err := b.cli.StartLogin(ctx, ledger.CLILoginOptions{UserAgent: "partnertrack-cli/1.0\n", CodeChallenge: ledger.CodeChallengeS256(verifier)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(start.UserCode) != 8 || strings.Trim(start.UserCode, "BCDFGHJKLMNPQRSTVWXZ") != "" {
+		t.Fatalf("user code = %q", start.UserCode)
+	}
+	info, err := b.cli.LoginInfo(ctx, start.State)
+	if err != nil || info.UserCode != start.UserCode || info.UserAgent != "partnertrack-cli/1.0" || info.Confirmed {
+		t.Fatalf("info = %+v, %v", info, err)
+	}
+	// Unconfirmed: the callback may not complete it.
+	if err := b.cli.CheckLogin(ctx, start.State); ledger.ErrorCode(err) != ledger.EForbidden || ledger.ErrorMessage(err) != ledger.MsgCLINotConfirmed {
+		t.Fatalf("check before confirmation: %v", err)
+	}
+	if err := b.cli.CompleteLogin(ctx, start.State, u.ID); ledger.ErrorMessage(err) != ledger.MsgCLINotConfirmed {
+		t.Fatalf("complete before confirmation: %v", err)
+	}
+	if err := b.cli.ConfirmLogin(ctx, start.State, "BBBB-BBBB"); ledger.ErrorMessage(err) != ledger.MsgCLIUserCodeMismatch {
+		t.Fatalf("confirm with another code: %v", err)
+	}
+	typed := strings.ToLower(ledger.FormatUserCode(start.UserCode))
+	if err := b.cli.ConfirmLogin(ctx, start.State, typed); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.cli.CompleteLogin(ctx, start.State, u.ID); err != nil {
+		t.Fatal(err)
+	}
+	// The state alone gets nothing, nor does another verifier.
+	for _, v := range []string{"", "another-verifier"} {
+		if _, err := b.cli.PollLogin(ctx, start.State, v); ledger.ErrorCode(err) != ledger.EForbidden || ledger.ErrorMessage(err) != ledger.MsgCLIVerifierMismatch {
+			t.Fatalf("poll with verifier %q: %v", v, err)
+		}
+	}
+	p, err := b.cli.PollLogin(ctx, start.State, verifier)
+	if err != nil || p.Status != ledger.PollComplete || p.Token == "" {
+		t.Fatalf("poll = %+v, %v", p, err)
 	}
 }

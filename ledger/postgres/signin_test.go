@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"testing"
+	"time"
 
 	"github.com/partnertrack/partnertrack/ledger"
 )
@@ -43,20 +44,63 @@ func TestLinkIdentity(t *testing.T) {
 			t.Fatalf("user = %+v, %v; owner %d", u, err, ws.OwnerUserID)
 		}
 	})
-	t.Run("OKSubjectFollowsTheEmail", func(t *testing.T) {
-		// The provider account behind s2 changes its email: users are
-		// keyed by email, so the new email is a new user and the subject
-		// moves to it.
-		old, err := b.accounts.LinkIdentity(ctx, ledger.Identity{Subject: "s2", Email: "before@example.com"})
+	const issuer = "https://issuer.example"
+	wantMismatch := func(t *testing.T, err error, msg string) {
+		t.Helper()
+		le, _ := err.(*ledger.Error)
+		if le == nil || le.Code != ledger.EForbidden || le.Message != msg || le.Details["code"] != ledger.DetailIdentityMismatch {
+			t.Fatalf("err = %v, want 403 IDENTITY_MISMATCH %q", err, msg)
+		}
+	}
+	t.Run("ErrSubjectBoundToAnotherEmail", func(t *testing.T) {
+		// The provider account behind s2 changes its email: the subject
+		// stays bound to the first user, and the new email is refused
+		// until an operator unlinks the first.
+		old, err := b.accounts.LinkIdentity(ctx, ledger.Identity{Issuer: issuer, Subject: "s2", Email: "before@example.com"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		moved, err := b.accounts.LinkIdentity(ctx, ledger.Identity{Subject: "s2", Email: "after@example.com"})
+		_, err = b.accounts.LinkIdentity(ctx, ledger.Identity{Issuer: issuer, Subject: "s2", Email: "after@example.com"})
+		wantMismatch(t, err, ledger.MsgIdentityTaken)
+		if subjectOf(t, old.ID).String != "s2" {
+			t.Fatalf("old user's subject = %v", subjectOf(t, old.ID))
+		}
+		if _, err := b.accounts.UnlinkIdentity(ctx, old.ID); err != nil {
+			t.Fatal(err)
+		}
+		moved, err := b.accounts.LinkIdentity(ctx, ledger.Identity{Issuer: issuer, Subject: "s2", Email: "after@example.com"})
+		if err != nil || moved.ID == old.ID || subjectOf(t, old.ID).Valid || subjectOf(t, moved.ID).String != "s2" {
+			t.Fatalf("moved %+v, %v", moved, err)
+		}
+	})
+	t.Run("ErrEmailBoundToAnotherSubject", func(t *testing.T) {
+		u, err := b.accounts.LinkIdentity(ctx, ledger.Identity{Issuer: issuer, Subject: "s5", Email: "bound@example.com"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if moved.ID == old.ID || subjectOf(t, old.ID).Valid || subjectOf(t, moved.ID).String != "s2" {
-			t.Fatalf("old %+v (%v), moved %+v (%v)", old, subjectOf(t, old.ID), moved, subjectOf(t, moved.ID))
+		for _, id := range []ledger.Identity{
+			{Issuer: issuer, Subject: "s5-other", Email: "bound@example.com"},
+			{Issuer: "https://other-issuer.example", Subject: "s5", Email: "bound@example.com"},
+		} {
+			_, err = b.accounts.LinkIdentity(ctx, id)
+			wantMismatch(t, err, ledger.MsgIdentityMismatch)
+		}
+		if subjectOf(t, u.ID).String != "s5" {
+			t.Fatalf("subject rebound to %v", subjectOf(t, u.ID))
+		}
+		if _, err := b.accounts.UnlinkIdentity(ctx, 1<<40); ledger.ErrorCode(err) != ledger.ENotFound {
+			t.Fatalf("unlink of an unknown user: %v", err)
+		}
+	})
+	t.Run("ErrTokenUsedTwice", func(t *testing.T) {
+		id := ledger.Identity{Issuer: issuer, Subject: "s6", Email: "once@example.com",
+			TokenHash: []byte("0123456789abcdef0123456789abcdef"), TokenExpires: time.Now().Add(time.Hour)}
+		if _, err := b.accounts.LinkIdentity(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		_, err := b.accounts.LinkIdentity(ctx, id)
+		if ledger.ErrorCode(err) != ledger.EUnauthorized || ledger.ErrorMessage(err) != ledger.MsgIDTokenUsed {
+			t.Fatalf("second use: %v", err)
 		}
 	})
 	t.Run("ErrSuspended", func(t *testing.T) {

@@ -366,11 +366,16 @@ func newHostileWorld(t *testing.T) *hostileWorld {
 }
 
 // mustCLIToken signs a user in through the CLI login (start, the page's
-// callback with the provider's id_token, poll) and returns the CLI token.
+// confirmation of the code, its callback with the provider's id_token,
+// poll) and returns the CLI token.
 func mustCLIToken(t *testing.T, e *edge, iss *testissuer.Issuer, email string) string {
 	t.Helper()
-	state := e.must(t, 200, req{method: "POST", path: "/api/v1/cli/auth/start"}).data()["state"].(string)
+	start := e.must(t, 200, req{method: "POST", path: "/api/v1/cli/auth/start"}).data()
+	state := start["state"].(string)
 	secret("CLI login state", state)
+	// The person confirms the code on the sign-in page first.
+	e.must(t, 200, req{method: "POST", path: "/api/v1/cli/auth/confirm",
+		body: map[string]any{"state": state, "user_code": start["user_code"]}})
 	e.must(t, 200, req{method: "POST", path: "/api/v1/cli/auth/callback",
 		body: map[string]any{"state": state, "id_token": iss.Token(t, "sub-"+email, email)}})
 	d := e.must(t, 200, req{method: "GET", path: "/api/v1/cli/auth/poll?state=" + url.QueryEscape(state)}).data()
@@ -470,6 +475,11 @@ func (h *hostileWorld) targets() []target {
 				return map[string]any{"state": "unknown-state", "id_token": "x.y.z"}
 			},
 			fields: map[string][]string{"state": nil, "id_token": nil}},
+		{name: "cli-auth-confirm", method: "POST", path: "/api/v1/cli/auth/confirm",
+			body: func(t *testing.T, n int) map[string]any {
+				return map[string]any{"state": "unknown-state", "user_code": "BCDF-GHJK"}
+			},
+			fields: map[string][]string{"state": nil, "user_code": nil}},
 		{name: "cli-auth-poll", method: "GET", path: "/api/v1/cli/auth/poll", params: map[string][]string{"state": nil}},
 		{name: "sign-in", method: "POST", path: "/api/v1/auth/session",
 			body:   func(t *testing.T, n int) map[string]any { return map[string]any{"id_token": "x.y.z"} },

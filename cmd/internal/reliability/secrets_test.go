@@ -60,7 +60,7 @@ func TestSecretsHashedAndNeverLogged(t *testing.T) {
 	agent := keep("agent key", e.must(t, 201, req{method: "POST", path: "/api/operator/v1/agent-keys", token: opToken,
 		body: map[string]any{"workspace_id": w.WorkspaceID, "scopes": []string{"programs:read", "programs:write"}}}).data()["key"].(string))
 	signin := keep("sign-in token", e.must(t, 200, req{method: "POST", path: "/api/v1/auth/session",
-		body: map[string]any{"id_token": iss.Token(t, "owner-sub", w.OwnerEmail)}}).data()["token"].(string))
+		body: map[string]any{"id_token": iss.Token(t, "sub-"+w.OwnerEmail, w.OwnerEmail)}}).data()["token"].(string))
 	cli := keep("CLI login token", mustCLIToken(t, e, iss, w.OwnerEmail))
 	state := e.must(t, 200, req{method: "POST", path: "/api/v1/cli/auth/start"}).data()["state"].(string)
 	keep("CLI login state", state)

@@ -169,16 +169,22 @@ func decodeError(resp *http.Response, raw []byte) *Error {
 // AuthStart is the answer to POST /api/v1/cli/auth/start.
 type AuthStart struct {
 	State               string    `json:"state"`
+	UserCode            string    `json:"user_code"` // shown in the terminal; "" from servers without it`
 	AuthURL             string    `json:"auth_url"`
 	PollURL             string    `json:"poll_url"`
 	ExpiresAt           time.Time `json:"expires_at"`
 	PollIntervalSeconds int       `json:"poll_interval_seconds"`
 }
 
-// StartLogin starts a browser login.
-func (c *Client) StartLogin(ctx context.Context) (*AuthStart, error) {
+// StartLogin starts a browser login. codeChallenge is the S256 challenge
+// of a verifier the caller keeps for PollLogin ("" to send none).
+func (c *Client) StartLogin(ctx context.Context, codeChallenge string) (*AuthStart, error) {
 	var out AuthStart
-	return &out, c.call(ctx, http.MethodPost, "/api/v1/cli/auth/start", "", nil, &out, false)
+	var body any
+	if codeChallenge != "" {
+		body = map[string]string{"code_challenge": codeChallenge, "code_challenge_method": "S256"}
+	}
+	return &out, c.call(ctx, http.MethodPost, "/api/v1/cli/auth/start", "", body, &out, false)
 }
 
 // AuthPoll is the answer to GET /api/v1/cli/auth/poll.
@@ -191,10 +197,15 @@ type AuthPoll struct {
 	AdvertiserID *int64    `json:"advertiser_id"`
 }
 
-// PollLogin polls a login.
-func (c *Client) PollLogin(ctx context.Context, state string) (*AuthPoll, error) {
+// PollLogin polls a login; verifier is the one whose challenge started it
+// ("" when none was sent).
+func (c *Client) PollLogin(ctx context.Context, state, verifier string) (*AuthPoll, error) {
 	var out AuthPoll
-	return &out, c.call(ctx, http.MethodGet, "/api/v1/cli/auth/poll?state="+url.QueryEscape(state), "", nil, &out, false)
+	q := "?state=" + url.QueryEscape(state)
+	if verifier != "" {
+		q += "&code_verifier=" + url.QueryEscape(verifier)
+	}
+	return &out, c.call(ctx, http.MethodGet, "/api/v1/cli/auth/poll"+q, "", nil, &out, false)
 }
 
 // InitRequest is the body of POST /api/v1/cli/init; nil fields are not

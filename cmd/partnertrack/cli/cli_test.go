@@ -3,6 +3,8 @@ package cli
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -118,15 +120,29 @@ func TestExitCodes(t *testing.T) {
 func TestLoginPollsUntilSignedIn(t *testing.T) {
 	t.Parallel()
 	var polls atomic.Int32
+	var challenge atomic.Value // the code_challenge the CLI started with
 	edge := newFakeEdge(t, map[string]http.HandlerFunc{})
 	expires := time.Now().Add(5 * time.Minute).UTC().Format(time.RFC3339)
 	edge.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/api/v1/cli/auth/start":
-			reply(200, `{"data":{"state":"st1","auth_url":"https://x/cli/login?state=st1","poll_url":"p","expires_at":"`+expires+`"}}`)(w, r)
+			var body struct {
+				CodeChallenge       string `json:"code_challenge"`
+				CodeChallengeMethod string `json:"code_challenge_method"`
+			}
+			json.NewDecoder(r.Body).Decode(&body)
+			challenge.Store(body.CodeChallenge)
+			if len(body.CodeChallenge) != 43 || body.CodeChallengeMethod != "S256" {
+				t.Errorf("start without an S256 challenge: %+v", body)
+			}
+			reply(200, `{"data":{"state":"st1","user_code":"BCDF-GHJK","auth_url":"https://x/cli/login?state=st1","poll_url":"p","expires_at":"`+expires+`"}}`)(w, r)
 		case "/api/v1/cli/auth/poll":
 			if r.URL.Query().Get("state") != "st1" {
 				t.Errorf("poll of state %q", r.URL.Query().Get("state"))
+			}
+			h := sha256.Sum256([]byte(r.URL.Query().Get("code_verifier")))
+			if ch, _ := challenge.Load().(string); base64.RawURLEncoding.EncodeToString(h[:]) != ch {
+				t.Errorf("poll's code_verifier does not match the challenge %q", ch)
 			}
 			if polls.Add(1) < 3 {
 				reply(200, `{"data":{"status":"pending"}}`)(w, r)
@@ -143,7 +159,8 @@ func TestLoginPollsUntilSignedIn(t *testing.T) {
 	dir := t.TempDir()
 	env := map[string]string{EnvAPIURL: edge.URL}
 	r := runCLI(t, dir, env, "login", "--json")
-	if r.code != 0 || polls.Load() != 3 || !strings.Contains(r.stdout, `"logged_in": true`) || !strings.Contains(r.stderr, "https://x/cli/login?state=st1") {
+	if r.code != 0 || polls.Load() != 3 || !strings.Contains(r.stdout, `"logged_in": true`) || !strings.Contains(r.stderr, "https://x/cli/login?state=st1") ||
+		!strings.Contains(r.stderr, "Your code: BCDF-GHJK") {
 		t.Fatalf("login: %+v, %d polls", r, polls.Load())
 	}
 	path := filepath.Join(dir, "partnertrack", "credentials.json")

@@ -2,6 +2,9 @@ package cli
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -47,19 +50,26 @@ func (a *app) login(ctx context.Context, force, noBrowser bool) error {
 		}
 	}
 	client := a.client()
-	start, err := client.StartLogin(ctx)
+	// The verifier stays in this process: only a poll that presents it
+	// gets the token, so the login link alone is of no use to anyone.
+	verifier := newCodeVerifier()
+	start, err := client.StartLogin(ctx, codeChallengeS256(verifier))
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(a.env.Stderr, "Open this link to sign in (it works until %s):\n\n  %s\n\n",
 		start.ExpiresAt.Local().Format("15:04:05"), start.AuthURL)
+	if start.UserCode != "" {
+		fmt.Fprintf(a.env.Stderr, "Your code: %s\nConfirm on the sign-in page that it shows this code. "+
+			"If the page shows another code, do not sign in.\n\n", start.UserCode)
+	}
 	if a.env.OpenBrowser != nil && !noBrowser {
 		if err := a.env.OpenBrowser(start.AuthURL); err != nil {
 			fmt.Fprintln(a.env.Stderr, "(Could not open a browser: open the link yourself.)")
 		}
 	}
 	spin := startSpinner(a.env.Stderr, "Waiting for you to sign in in the browser…", !a.json)
-	poll, err := a.pollLogin(ctx, client, start)
+	poll, err := a.pollLogin(ctx, client, start, verifier)
 	spin.stop()
 	if err != nil {
 		return err
@@ -88,7 +98,7 @@ func (a *app) login(ctx context.Context, force, noBrowser bool) error {
 
 // pollLogin polls until the person signs in, the link expires, or ctx
 // ends. A server-side failure is retried a few times in a row.
-func (a *app) pollLogin(ctx context.Context, client *api.Client, start *api.AuthStart) (*api.AuthPoll, error) {
+func (a *app) pollLogin(ctx context.Context, client *api.Client, start *api.AuthStart, verifier string) (*api.AuthPoll, error) {
 	interval := a.env.PollInterval
 	failures := 0
 	for {
@@ -97,7 +107,7 @@ func (a *app) pollLogin(ctx context.Context, client *api.Client, start *api.Auth
 			return nil, ctx.Err()
 		case <-time.After(interval):
 		}
-		p, err := client.PollLogin(ctx, start.State)
+		p, err := client.PollLogin(ctx, start.State, verifier)
 		if e, ok := api.AsError(err); ok && e.ServerSide() && failures+1 < maxPollFailures {
 			failures++
 			continue
@@ -143,4 +153,20 @@ func (a *app) logoutCommand() *cobra.Command {
 			return nil
 		},
 	}
+}
+
+// newCodeVerifier returns a fresh PKCE code verifier (RFC 7636: 43
+// base64url characters of 32 random bytes).
+func newCodeVerifier() string {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		panic("partnertrack: crypto/rand failed: " + err.Error())
+	}
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// codeChallengeS256 is the S256 challenge of a verifier.
+func codeChallengeS256(verifier string) string {
+	h := sha256.Sum256([]byte(verifier))
+	return base64.RawURLEncoding.EncodeToString(h[:])
 }

@@ -7,6 +7,7 @@ package testissuer
 import (
 	"crypto/rand"
 	"crypto/rsa"
+	"encoding/hex"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -29,7 +30,8 @@ type Issuer struct {
 
 	key    *rsa.PrivateKey
 	mu     sync.Mutex
-	broken bool // when true, discovery and keys answer 500
+	broken bool             // when true, discovery and keys answer 500
+	now    func() time.Time // the clock of Token's iat and exp
 }
 
 var (
@@ -75,6 +77,14 @@ func New(tb testing.TB) *Issuer {
 	return iss
 }
 
+// SetClock makes Token issue its tokens at now() instead of the wall
+// clock, for tests that run on a settable clock.
+func (iss *Issuer) SetClock(now func() time.Time) {
+	iss.mu.Lock()
+	iss.now = now
+	iss.mu.Unlock()
+}
+
 // SetBroken makes discovery and the JWKS answer 500 (true) or work again.
 func (iss *Issuer) SetBroken(broken bool) {
 	iss.mu.Lock()
@@ -83,10 +93,14 @@ func (iss *Issuer) SetBroken(broken bool) {
 }
 
 // Claims returns the claims of a good token for email: this issuer, the
-// default audience, valid for an hour from now, email verified. Tests
-// change or delete entries before signing.
+// default audience, valid for an hour from now, email verified, and a
+// random jti so that two tokens are never the same (an id_token signs in
+// once). Tests change or delete entries before signing.
 func (iss *Issuer) Claims(sub, email string, now time.Time) map[string]any {
+	jti := make([]byte, 16)
+	rand.Read(jti)
 	return map[string]any{
+		"jti":            hex.EncodeToString(jti),
 		"iss":            iss.URL,
 		"aud":            ClientID,
 		"sub":            sub,
@@ -106,7 +120,13 @@ func (iss *Issuer) Sign(tb testing.TB, claims map[string]any) string {
 // Token returns a good token for sub and email.
 func (iss *Issuer) Token(tb testing.TB, sub, email string) string {
 	tb.Helper()
-	return iss.Sign(tb, iss.Claims(sub, email, time.Now()))
+	iss.mu.Lock()
+	now := iss.now
+	iss.mu.Unlock()
+	if now == nil {
+		now = time.Now
+	}
+	return iss.Sign(tb, iss.Claims(sub, email, now()))
 }
 
 // SignWith signs claims with another key under a key id, for tokens the
