@@ -106,7 +106,8 @@ func nonBlank(f fields, name string) (string, bool) {
 
 // cliAuthConfirm is POST /api/v1/cli/auth/confirm: the sign-in page posts
 // the state and the user code the person confirmed matches their
-// terminal's; the callback completes only a confirmed login.
+// terminal's. The page offers sign-in only after it; the callback itself
+// takes state and id_token alone, as the contract says.
 func (s *Server) cliAuthConfirm(c *fiber.Ctx) error {
 	f, err := parseFields(c)
 	if err != nil {

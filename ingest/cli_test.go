@@ -680,10 +680,7 @@ func TestCLILoginBoundToTerminal(t *testing.T) {
 		}
 	}
 
-	// Without confirmation the callback completes nothing, and the token
-	// is not used up.
 	tok := b.iss.Token(t, "sub-owner", email)
-	assertPlatformError(t, do(t, b.app, callbackReq(state, tok)), 403, "ForbiddenError", ledger.MsgCLINotConfirmed, "")
 	for _, tc := range []struct {
 		body any
 		msg  string
@@ -722,5 +719,21 @@ func TestCLILoginBoundToTerminal(t *testing.T) {
 		if r.Status != 400 {
 			t.Fatalf("start with %v: %d %s", body, r.Status, r.Raw)
 		}
+	}
+}
+
+// The contract's callback takes state and id_token alone: a client that
+// drives the login without the page (start, callback, poll by state) still
+// signs in; the page is where the person confirms the code.
+func TestCLICallbackTakesStateAndIDTokenAlone(t *testing.T) {
+	b := setupCLI(t)
+	w := MustWorld(t, b.app)
+	email := b.ownerEmail(t, w)
+	start := mustOK(t, do(t, b.app, req{"POST", "/api/v1/cli/auth/start", nil, nil}), 200)
+	state := start["state"].(string)
+	mustOK(t, do(t, b.app, callbackReq(state, b.iss.Token(t, "sub-owner", email))), 200)
+	d := mustOK(t, do(t, b.app, req{"GET", "/api/v1/cli/auth/poll?state=" + url.QueryEscape(state), nil, nil}), 200)
+	if d["status"] != "complete" || d["token"] == nil || d["email"] != email {
+		t.Fatalf("poll after an unconfirmed callback: %v", d)
 	}
 }

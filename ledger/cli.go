@@ -86,16 +86,11 @@ func (l *CLILogin) Expired(now time.Time) bool { return !now.Before(l.ExpiresAt)
 // l (nil: no session has the state). Errors: ENotFound (no session, or
 // one already signed in or consumed: MsgCLISessionNotFoundUsed), EInvalid
 // (MsgCLISessionExpired).
-// A login whose code the person has not confirmed on the sign-in page is
-// refused too (EForbidden, MsgCLINotConfirmed).
+// The person's confirmation of the user code is asked by the sign-in page
+// before it offers sign-in, not here: the contract's callback takes state
+// and id_token alone (docs/decisions.md, issue 21).
 func (l *CLILogin) CheckCallback(now time.Time) error {
-	if err := l.checkPending(now); err != nil {
-		return err
-	}
-	if !l.Confirmed {
-		return NewError(EForbidden, MsgCLINotConfirmed)
-	}
-	return nil
+	return l.checkPending(now)
 }
 
 // checkPending refuses a login that is gone, used or expired.

@@ -11,7 +11,7 @@ import (
 
 // A CLI login is bound to the terminal that started it (issue 21): the
 // start shows a short user code in the terminal and on the sign-in page,
-// where the person confirms it before the callback may complete; and a
+// where the person confirms it before the page offers sign-in; and a
 // client may send an S256 code challenge at start, after which only a poll
 // with the matching code verifier gets the token (RFC 7636's check, on the
 // poll). A client that sends only state (the reference CLI) keeps working;
@@ -26,7 +26,6 @@ const userCodeLen = 8
 
 // Messages of the terminal binding.
 const (
-	MsgCLINotConfirmed       = "Confirm on the sign-in page that the code matches the one your terminal shows before signing in"
 	MsgCLIUserCodeMismatch   = "The code does not match this login: sign in only from a login you started yourself"
 	MsgCLIConfirmFields      = "Missing required fields: state, user_code"
 	MsgCLICodeChallenge      = "code_challenge must be the base64url SHA-256 of a code verifier (43 characters)"
