@@ -59,6 +59,9 @@ func (b *clickBundle) wire(t *testing.T, srv *Server, rdb *redis.Client) *traffi
 	p := traffic.New(traffic.Config{
 		Redis: rdb, Queue: asynq.NewClientFromRedisClient(rdb), Namespace: b.ns,
 		Breaker: tasks.NewRedisBreaker("test", nil), Store: b.store, Logger: quietLog,
+		// These tests count what reached Redis; on a loaded machine the
+		// production 50 ms deadline would divert some batches to Postgres.
+		RedisTimeout: 10 * time.Second,
 	})
 	srv.svc.Tracking, srv.svc.TrackingCache, srv.svc.Traffic = cache, cache, p
 	// Leads and sales resolve clicks still in the queue from the records

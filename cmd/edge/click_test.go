@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
@@ -69,9 +68,17 @@ func TestClickThroughTheRealProcesses(t *testing.T) {
 		t.Fatalf("click: %d %v", status, body)
 	}
 	clickID := body["click_id"].(string)
+	// The click is pending in Redis, unless a starved machine made its batch
+	// miss the 50 ms Redis deadline and the edge wrote it to Postgres.
 	pending, err := backends.PendingClicks().PendingClick(context.Background(), clickID)
-	if err != nil || jsonNum(float64(pending.ProgramID)) != prog {
-		t.Fatalf("pending click: %+v, %v", pending, err)
+	if err != nil {
+		var n int
+		db.QueryRow(`SELECT count(*) FROM clicks WHERE click_id = $1`, clickID).Scan(&n)
+		if n != 1 {
+			t.Fatalf("pending click: %v, and not in Postgres", err)
+		}
+	} else if jsonNum(float64(pending.ProgramID)) != prog {
+		t.Fatalf("pending click: %+v", pending)
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -86,15 +93,18 @@ func TestClickThroughTheRealProcesses(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 
-	resp, err := http.Get(base + "/readyz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var ready map[string]any
-	json.NewDecoder(resp.Body).Decode(&ready)
-	if resp.StatusCode != 200 || ready["checks"].(map[string]any)["queue_breaker"] != "ok" {
-		t.Fatalf("readyz: %d %v", resp.StatusCode, ready)
+	// Ready once the click breaker is closed (or half-open, a second after a
+	// diverted batch).
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		status, ready := getJSON(t, base+"/readyz")
+		checks, _ := ready["checks"].(map[string]any)
+		if status == 200 && checks["queue_breaker"] == "ok" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("readyz: %d %v", status, ready)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	if resp, err := http.Get(base + "/js/svc-tracker.js"); err != nil || resp.StatusCode != 200 ||
 		!strings.HasPrefix(resp.Header.Get("Content-Type"), "application/javascript") {

@@ -49,6 +49,18 @@ func post(t *testing.T, url, token string, body any) (int, map[string]any) {
 	return resp.StatusCode, out
 }
 
+func getJSON(t *testing.T, url string) (int, map[string]any) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	json.NewDecoder(resp.Body).Decode(&out)
+	return resp.StatusCode, out
+}
+
 func TestEdgeServesTheOperatorAPI(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t)

@@ -85,14 +85,16 @@ func Open(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Backend
 		return nil, fmt.Errorf("%v (DATABASE_URL=%s)", err, config.Redacted(cfg.DatabaseURL))
 	}
 	db.Secrets = cfg.Secrets
-	if cfg.Secrets == nil || cfg.Secrets.IsDev() {
-		logger.Warn(config.DevSecretsWarning)
-	}
 	redis.SetLogger(redisLog{logger}) // the library's logger is the process's
 	rdb, err := OpenRedis(cctx, cfg.RedisURL)
 	if err != nil {
 		db.Close()
 		return nil, err
+	}
+	// Warned once both stores answered: a process that cannot start says
+	// only the one line naming the variable to fix.
+	if cfg.Secrets == nil || cfg.Secrets.IsDev() {
+		logger.Warn(config.DevSecretsWarning)
 	}
 	b := &Backends{
 		Config:    cfg,
