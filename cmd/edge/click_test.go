@@ -96,7 +96,7 @@ func TestClickThroughTheRealProcesses(t *testing.T) {
 	// Ready once the click breaker is closed (or half-open, a second after a
 	// diverted batch).
 	for deadline := time.Now().Add(30 * time.Second); ; {
-		status, ready := getJSON(t, base+"/readyz")
+		status, ready := get(t, base+"/readyz", "")
 		checks, _ := ready["checks"].(map[string]any)
 		if status == 200 && checks["queue_breaker"] == "ok" {
 			break

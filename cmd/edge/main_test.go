@@ -49,9 +49,14 @@ func post(t *testing.T, url, token string, body any) (int, map[string]any) {
 	return resp.StatusCode, out
 }
 
-func getJSON(t *testing.T, url string) (int, map[string]any) {
+// get reads a JSON answer, with the bearer token when one is given.
+func get(t *testing.T, url, token string) (int, map[string]any) {
 	t.Helper()
-	resp, err := http.Get(url)
+	req, _ := http.NewRequest("GET", url, nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

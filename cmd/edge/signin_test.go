@@ -1,28 +1,12 @@
 package main
 
 import (
-	"encoding/json"
-	"net/http"
 	"testing"
 
 	"github.com/partnertrack/partnertrack/ingest/oidc/testissuer"
 	"github.com/partnertrack/partnertrack/ledger/postgres/pgtest"
 	"github.com/partnertrack/partnertrack/workers/redistest"
 )
-
-func dashboardGet(t *testing.T, url, token string) (int, map[string]any) {
-	t.Helper()
-	req, _ := http.NewRequest("GET", url, nil)
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var out map[string]any
-	json.NewDecoder(resp.Body).Decode(&out)
-	return resp.StatusCode, out
-}
 
 // The edge wires OIDC_ISSUER_URL and OIDC_CLIENT_ID to sign-in: an owner
 // invited by email signs in with the provider's id_token and reads the
@@ -61,10 +45,10 @@ func TestEdgeSignInWithConfiguredIssuer(t *testing.T) {
 	}
 	token := body["data"].(map[string]any)["token"].(string)
 
-	if status, body := dashboardGet(t, base+"/api/v1/programs/"+prog+"/settings", token); status != 200 || body["data"].(map[string]any)["api_token_masked"] == "" {
+	if status, body := get(t, base+"/api/v1/programs/"+prog+"/settings", token); status != 200 || body["data"].(map[string]any)["api_token_masked"] == "" {
 		t.Fatalf("settings: %d %v", status, body)
 	}
-	if status, body := dashboardGet(t, base+"/api/tracking/events/"+prog, token); status != 200 {
+	if status, body := get(t, base+"/api/tracking/events/"+prog, token); status != 200 {
 		t.Fatalf("listing: %d %v", status, body)
 	}
 }
