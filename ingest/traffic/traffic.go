@@ -192,7 +192,8 @@ func (p *Pipeline) flushVisits(batch []queued[ledger.Visit]) error {
 		})
 }
 
-// flush writes one batch to Redis through the breaker, else to Postgres.
+// flush writes one batch to Redis through the breaker, else to Postgres,
+// else, as a last resort past the breaker, to Redis once more.
 func (p *Pipeline) flush(what string, n int, toRedis, toStore func(context.Context) error) error {
 	rctx, cancel := context.WithTimeout(context.Background(), p.cfg.RedisTimeout)
 	err := p.throughBreaker(func() error { return toRedis(rctx) })
@@ -209,6 +210,15 @@ func (p *Pipeline) flush(what string, n int, toRedis, toStore func(context.Conte
 	sctx, cancel := context.WithTimeout(context.Background(), p.cfg.StoreTimeout)
 	defer cancel()
 	if serr := toStore(sctx); serr != nil {
+		// The breaker may have opened on one slow batch while Redis is
+		// fine: before failing the requests, Redis gets one more try.
+		rctx, rcancel := context.WithTimeout(context.Background(), p.cfg.RedisTimeout)
+		rerr := toRedis(rctx)
+		rcancel()
+		if rerr == nil {
+			p.stats.Batches.Add(1)
+			return nil
+		}
 		p.stats.Failed.Add(1)
 		p.cfg.Logger.Error("batch lost: neither Redis nor Postgres took it; its requests fail",
 			"queue", what, "count", n, "redis_err", err, "postgres_err", serr)

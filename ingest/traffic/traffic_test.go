@@ -426,3 +426,29 @@ func TestBreakerProbesAndClosesWhenRedisReturns(t *testing.T) {
 		t.Fatalf("breaker %s after a batch reached Redis, want closed", st)
 	}
 }
+
+// A batch diverted by the open breaker while Postgres is also away is not
+// lost when Redis answers: the breaker opened on one slow batch, not on a
+// dead Redis, so the batch gets one more Redis attempt before its
+// requests fail.
+func TestOpenBreakerAndPostgresDownStillQueuesInRedis(t *testing.T) {
+	b := setup(t)
+	closed, err := postgres.Open(context.Background(), b.db.URL, postgres.PoolConfig{MaxConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed.Close()
+	p := New(Config{Redis: b.rdb, Queue: asynq.NewClientFromRedisClient(b.rdb), Namespace: b.ns,
+		Store: postgres.NewTrafficStore(closed), Logger: quiet})
+	// Open it as one batch that missed its deadline would.
+	p.Breaker().Execute(func() (struct{}, error) { return struct{}{}, errors.New("deadline exceeded") })
+	if err := p.RecordClick(context.Background(), b.click(0)); err != nil {
+		t.Fatalf("click refused with Redis up: %v", err)
+	}
+	if q := b.queuedClicks(t); len(q) != 1 || len(q[0]) != 1 {
+		t.Fatalf("queued %v, want one task of one click", q)
+	}
+	if s := p.Stats(); s.Batches.Load() != 1 || s.Failed.Load() != 0 {
+		t.Fatalf("stats: %d queued, %d failed; want 1, 0", s.Batches.Load(), s.Failed.Load())
+	}
+}
