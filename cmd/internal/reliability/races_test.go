@@ -299,7 +299,8 @@ func TestRaceKeyRegeneration(t *testing.T) {
 // customer, more browser leads, and a Stripe payment of that customer
 // (processed by the worker) all arrive at once. The lead settles exactly
 // once, in place; every other server lead is refused with the spec's
-// "Customer status cannot be updated to lead. Current status: lead".
+// "Customer status cannot be updated to lead. Current status: lead" (or
+// "…: conversion" once the worker has processed the payment).
 func TestRaceConcurrentLeadSettlements(t *testing.T) {
 	t.Parallel()
 	sc := report(t, "race/concurrent-lead-settlements")
@@ -355,6 +356,9 @@ func TestRaceConcurrentLeadSettlements(t *testing.T) {
 					serverSettled.Store(i, true)
 				}
 			case rep.Status == 400 && rep.errObj()["message"] == "Customer status cannot be updated to lead. Current status: lead":
+			// On a slow machine the worker may process the payment before
+			// this lead reaches the edge: the customer is then converted.
+			case rep.Status == 400 && rep.errObj()["message"] == "Customer status cannot be updated to lead. Current status: conversion":
 			default:
 				t.Errorf("lead %d: %s", i, rep)
 			}
