@@ -42,8 +42,13 @@ const (
 	DefaultMaxInflight  = 4                     // batches written at once
 	DefaultRedisTimeout = 50 * time.Millisecond // a healthy enqueue of a full batch takes a few ms
 	DefaultProbeEvery   = time.Second           // how long an open breaker waits before one batch probes Redis
+	DefaultLastTry      = 2 * time.Second       // Redis's last try at a batch Postgres refused: failing its clicks is worse than waiting
 	DefaultStoreTimeout = 5 * time.Second       // with the Redis deadline, within the edge's 10 s request deadline
 )
+
+// pendingLookupTimeout bounds a lead's or sale's read of a click still in
+// the queue, inside its transaction, while the breaker is closed.
+const pendingLookupTimeout = 500 * time.Millisecond
 
 // Config assembles a pipeline.
 type Config struct {
@@ -61,6 +66,7 @@ type Config struct {
 	MaxBatch     int
 	MaxInflight  int
 	RedisTimeout time.Duration // per batch
+	LastTry      time.Duration // per batch Postgres refused, past the breaker
 	StoreTimeout time.Duration // per batch, on the direct path
 	PendingTTL   time.Duration // of a pending-click record; default tasks.PendingClickTTL
 }
@@ -103,6 +109,9 @@ func New(cfg Config) *Pipeline {
 	if cfg.StoreTimeout <= 0 {
 		cfg.StoreTimeout = DefaultStoreTimeout
 	}
+	if cfg.LastTry <= 0 {
+		cfg.LastTry = DefaultLastTry
+	}
 	if cfg.PendingTTL <= 0 {
 		cfg.PendingTTL = tasks.PendingClickTTL
 	}
@@ -133,14 +142,15 @@ func NewBreaker(name string, onChange func(name string, from, to gobreaker.State
 }
 
 // RedisOptions derives, from the options of a process's Redis client,
-// those of a client for clicks only: dial, read and write bounded by
-// DefaultRedisTimeout and no retries, so that a dead or hung Redis fails
-// a batch within its deadline instead of after seconds of retries.
+// those of a client for clicks only: no retries, and dial, read and write
+// bounded by each call's context (the batch's 50 ms, or the last try's
+// longer deadline), so that a dead or hung Redis fails a batch within its
+// deadline instead of after seconds of retries.
 func RedisOptions(base *redis.Options) *redis.Options {
 	o := *base
-	o.DialTimeout = DefaultRedisTimeout
-	o.ReadTimeout = DefaultRedisTimeout
-	o.WriteTimeout = DefaultRedisTimeout
+	o.DialTimeout = DefaultLastTry
+	o.ReadTimeout = DefaultLastTry
+	o.WriteTimeout = DefaultLastTry
 	o.MaxRetries = -1
 	o.DialerRetries = 1
 	o.ContextTimeoutEnabled = true
@@ -211,8 +221,9 @@ func (p *Pipeline) flush(what string, n int, toRedis, toStore func(context.Conte
 	defer cancel()
 	if serr := toStore(sctx); serr != nil {
 		// The breaker may have opened on one slow batch while Redis is
-		// fine: before failing the requests, Redis gets one more try.
-		rctx, rcancel := context.WithTimeout(context.Background(), p.cfg.RedisTimeout)
+		// fine: before failing the requests, Redis gets one more, longer
+		// try.
+		rctx, rcancel := context.WithTimeout(context.Background(), p.cfg.LastTry)
 		rerr := toRedis(rctx)
 		rcancel()
 		if rerr == nil {
@@ -338,6 +349,8 @@ func (p *Pending) PendingClick(ctx context.Context, clickID string) (*ledger.Cli
 	if p.Breaker != nil && p.Breaker.State() == gobreaker.StateOpen {
 		return nil, ErrRedisAway
 	}
+	ctx, cancel := context.WithTimeout(ctx, pendingLookupTimeout)
+	defer cancel()
 	b, err := p.Redis.HGet(ctx, p.Namespace.PendingClicksKey(at), clickID).Bytes()
 	if errors.Is(err, redis.Nil) {
 		return nil, ledger.NewError(ledger.ENotFound, "click not found")
