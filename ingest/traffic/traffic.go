@@ -286,12 +286,16 @@ func (p *Pipeline) pendingRecords(batch []queued[ledger.Click]) map[string][]any
 }
 
 // enqueue adds a batch task to a queue. Its TaskID is the id of its first
-// item, which no other batch holds.
+// item, which no other batch holds: a conflict means an earlier attempt
+// whose answer timed out queued this very batch, which is success.
 func (p *Pipeline) enqueue(ctx context.Context, t *asynq.Task, queue, firstID string) error {
 	_, err := p.cfg.Queue.EnqueueContext(ctx, t,
 		asynq.Queue(p.cfg.Namespace.Queue(queue)),
 		asynq.TaskID(queue+"-"+firstID),
 		asynq.Timeout(time.Minute))
+	if errors.Is(err, asynq.ErrTaskIDConflict) {
+		return nil
+	}
 	return err
 }
 

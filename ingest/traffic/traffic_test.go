@@ -452,3 +452,33 @@ func TestOpenBreakerAndPostgresDownStillQueuesInRedis(t *testing.T) {
 		t.Fatalf("stats: %d queued, %d failed; want 1, 0", s.Batches.Load(), s.Failed.Load())
 	}
 }
+
+// A first Redis attempt that timed out on the client may still have
+// queued the batch's task; the last try then meets the task's id. That
+// conflict means the batch is queued, which is success, not a 500.
+func TestLastTryFindsTheBatchAlreadyQueued(t *testing.T) {
+	b := setup(t)
+	closed, err := postgres.Open(context.Background(), b.db.URL, postgres.PoolConfig{MaxConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed.Close()
+	p := New(Config{Redis: b.rdb, Queue: asynq.NewClientFromRedisClient(b.rdb), Namespace: b.ns,
+		Store: postgres.NewTrafficStore(closed), Logger: quiet})
+	c := b.click(0)
+	// The task the timed-out attempt queued, under the batch's task id.
+	wire, err := tasks.EncodeClick(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.enqueue(context.Background(), tasks.NewClickBatchTask([][]byte{wire}), tasks.QueueClicks, c.ID); err != nil {
+		t.Fatal(err)
+	}
+	p.Breaker().Execute(func() (struct{}, error) { return struct{}{}, errors.New("deadline exceeded") })
+	if err := p.RecordClick(context.Background(), c); err != nil {
+		t.Fatalf("click refused although its batch is queued: %v", err)
+	}
+	if q := b.queuedClicks(t); len(q) != 1 || len(q[0]) != 1 {
+		t.Fatalf("queued %v, want the one task of one click", q)
+	}
+}
