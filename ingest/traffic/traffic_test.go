@@ -252,14 +252,22 @@ func TestBreakerOpensAndSkipsRedis(t *testing.T) {
 	}
 }
 
-func TestBothDownFailsTheBatchAndAcknowledgesNothing(t *testing.T) {
-	b := setup(t)
-	closed, err := postgres.Open(context.Background(), b.db.URL, postgres.PoolConfig{MaxConns: 1})
+// closedStore is a traffic store over a closed pool: Postgres refuses
+// every write at once, as it does while it is down.
+func (b *testBundle) closedStore(t *testing.T) *postgres.TrafficStore {
+	t.Helper()
+	db, err := postgres.Open(context.Background(), b.db.URL, postgres.PoolConfig{MaxConns: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	closed.Close()
-	p := b.pipeline(deadRedis(t), postgres.NewTrafficStore(closed))
+	db.Close()
+	return postgres.NewTrafficStore(db)
+}
+
+func TestBothDownFailsTheBatchAndAcknowledgesNothing(t *testing.T) {
+	b := setup(t)
+	closed := b.closedStore(t)
+	p := b.pipeline(deadRedis(t), closed)
 	started, release := hold(p)
 	ctx := context.Background()
 	errs := make(chan error, 11)
@@ -433,13 +441,9 @@ func TestBreakerProbesAndClosesWhenRedisReturns(t *testing.T) {
 // requests fail.
 func TestOpenBreakerAndPostgresDownStillQueuesInRedis(t *testing.T) {
 	b := setup(t)
-	closed, err := postgres.Open(context.Background(), b.db.URL, postgres.PoolConfig{MaxConns: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed.Close()
+	closed := b.closedStore(t)
 	p := New(Config{Redis: b.rdb, Queue: asynq.NewClientFromRedisClient(b.rdb), Namespace: b.ns,
-		Store: postgres.NewTrafficStore(closed), Logger: quiet})
+		Store: closed, Logger: quiet})
 	// Open it as one batch that missed its deadline would.
 	p.Breaker().Execute(func() (struct{}, error) { return struct{}{}, errors.New("deadline exceeded") })
 	if err := p.RecordClick(context.Background(), b.click(0)); err != nil {
@@ -458,13 +462,9 @@ func TestOpenBreakerAndPostgresDownStillQueuesInRedis(t *testing.T) {
 // conflict means the batch is queued, which is success, not a 500.
 func TestLastTryFindsTheBatchAlreadyQueued(t *testing.T) {
 	b := setup(t)
-	closed, err := postgres.Open(context.Background(), b.db.URL, postgres.PoolConfig{MaxConns: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed.Close()
+	closed := b.closedStore(t)
 	p := New(Config{Redis: b.rdb, Queue: asynq.NewClientFromRedisClient(b.rdb), Namespace: b.ns,
-		Store: postgres.NewTrafficStore(closed), Logger: quiet})
+		Store: closed, Logger: quiet})
 	c := b.click(0)
 	// The task the timed-out attempt queued, under the batch's task id.
 	wire, err := tasks.EncodeClick(c)
