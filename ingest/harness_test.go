@@ -149,12 +149,19 @@ func do(t *testing.T, app *fiber.App, r req) response {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return readResponse(t, resp, r.method+" "+r.path)
+}
+
+// readResponse reads an answer, its body decoded when it is JSON; what
+// names the request in a failure.
+func readResponse(t *testing.T, resp *http.Response, what string) response {
+	t.Helper()
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
 	out := response{Status: resp.StatusCode, Header: resp.Header, Raw: raw}
 	if len(raw) > 0 && raw[0] == '{' {
 		if err := json.Unmarshal(raw, &out.Body); err != nil {
-			t.Fatalf("%s %s: body is not JSON: %s", r.method, r.path, raw)
+			t.Fatalf("%s: body is not JSON: %s", what, raw)
 		}
 	}
 	return out

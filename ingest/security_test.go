@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -110,15 +109,7 @@ func sendOversized(t *testing.T, addr, method, path string, header map[string]st
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	out := response{Status: resp.StatusCode, Header: resp.Header, Raw: raw}
-	if len(raw) > 0 && raw[0] == '{' {
-		if err := json.Unmarshal(raw, &out.Body); err != nil {
-			t.Fatalf("body is not JSON: %s", raw)
-		}
-	}
-	return out
+	return readResponse(t, resp, "raw request")
 }
 
 // TestOpsQueuesSecurityHeaders: every answer under /ops/queues, the

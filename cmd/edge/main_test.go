@@ -38,21 +38,20 @@ func post(t *testing.T, url, token string, body any) (int, map[string]any) {
 	b, _ := json.Marshal(body)
 	req, _ := http.NewRequest("POST", url, bytes.NewReader(b))
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var out map[string]any
-	json.NewDecoder(resp.Body).Decode(&out)
-	return resp.StatusCode, out
+	return send(t, req, token)
 }
 
 // get reads a JSON answer, with the bearer token when one is given.
 func get(t *testing.T, url, token string) (int, map[string]any) {
 	t.Helper()
 	req, _ := http.NewRequest("GET", url, nil)
+	return send(t, req, token)
+}
+
+// send does req with the bearer token when one is given and decodes the
+// JSON answer.
+func send(t *testing.T, req *http.Request, token string) (int, map[string]any) {
+	t.Helper()
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
