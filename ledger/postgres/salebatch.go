@@ -3,7 +3,6 @@ package postgres
 import (
 	"cmp"
 	"context"
-	"errors"
 	"slices"
 	"strings"
 	"time"
@@ -35,9 +34,6 @@ import (
 // committed.
 
 const (
-	// batchMax bounds the sales (or refunds) of one transaction: more would
-	// hold the locks of the first ones while the last are written.
-	batchMax = 16
 	// saleBatchesInFlight is how many batch transactions of sales run at
 	// once. A batch starts when none is in flight or when it is full, so
 	// batches grow as soon as sales overlap (the clicks' rule, which in
@@ -61,9 +57,6 @@ const (
 	// committer refunds at 1 k/s waited for one another (p50 4.4 ms, p99
 	// 25–33 ms; eager: 1.9 ms and 11–15 ms).
 	refundBatchesInFlight = 4
-	// batchTimeout bounds one batch's transaction: the batch owns its
-	// deadline, whichever callers gave up.
-	batchTimeout = 30 * time.Second
 )
 
 // batchedSale is one sale handed to a batch, and what became of it.
@@ -240,36 +233,4 @@ func (s *SaleService) planInBatch(ctx context.Context, tx *sqlx.Tx, it *batchedS
 	}
 	pending.add(it, sc.program, planned)
 	return nil
-}
-
-// inOneTransaction runs first (when set), then apply on each item in
-// turn, all in one transaction of db; the first error rolls everything
-// back and is returned (Transact retries a deadlock first).
-func inOneTransaction[T any](ctx context.Context, db *DB, items []T,
-	first func(ctx context.Context, tx *sqlx.Tx, items []T) error,
-	apply func(ctx context.Context, tx *sqlx.Tx, item T) error) error {
-	return db.Transact(ctx, func(tx *sqlx.Tx) error {
-		if first != nil {
-			if err := first(ctx, tx, items); err != nil {
-				return err
-			}
-		}
-		for _, it := range items {
-			if err := apply(ctx, tx, it); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-}
-
-// refusal splits the error of one sale or refund of a batch into the 4xx
-// answer it was refused with (a *ledger.Error, given before it wrote
-// anything) or a failure that rolls the batch back.
-func refusal(err error) (answer, failure error) {
-	var e *ledger.Error
-	if errors.As(err, &e) {
-		return err, nil
-	}
-	return nil, err
 }
