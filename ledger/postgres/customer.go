@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
-	"github.com/lib/pq"
 
 	"github.com/partnertrack/partnertrack/ledger"
 )
@@ -86,89 +85,6 @@ func scanCustomer(row interface{ Scan(...any) error }) (*ledger.Customer, error)
 	}
 	c.CreatedAt = c.CreatedAt.UTC()
 	return c, nil
-}
-
-// qClickCustomer reads a click ($1, at $2) and, when it belongs to
-// program $3, finds or creates the customer it brought, locked for the
-// rest of the transaction, with the facts a sale needs about it (saleFacts:
-// $5 and $6 name the events whose webhook endpoints it lists), in one
-// statement: the insert creates it, or
-// the locking read finds the row that was there before the statement
-// began. A customer inserted by a concurrent transaction that committed
-// after this statement began is seen by neither (one snapshot): then the
-// click comes back without a customer and customerForClick looks again.
-// No row at all: the click is not in Postgres.
-var qClickCustomer = `
-		WITH click AS (
-			SELECT occurred_at, program_id, partner_id, link_id, is_test
-			FROM clicks WHERE click_id = $1 AND occurred_at = $2
-		), inserted AS (
-			INSERT INTO customers (program_id, partner_id, link_id, click_id, click_occurred_at, is_test, created_at, updated_at)
-			SELECT program_id, partner_id, link_id, $1, occurred_at, is_test, $4, $4 FROM click WHERE program_id = $3
-			ON CONFLICT (program_id, click_id) WHERE click_id IS NOT NULL DO NOTHING
-			RETURNING ` + customerColumns + `
-		), existing AS (
-			SELECT ` + customerColumns + ` FROM customers
-			WHERE program_id = $3 AND click_id = $1 AND EXISTS (SELECT 1 FROM click WHERE program_id = $3)
-			FOR NO KEY UPDATE
-		)
-		SELECT click.*, customer.*,
-			EXISTS (SELECT 1 FROM enrollments WHERE program_id = $3 AND partner_id = customer.partner_id
-				AND status = 'active') AS enrolled,
-			` + endpointsFor("$3", "$5") + `,
-			` + endpointsFor("$3", "$6") + `
-		FROM click
-		LEFT JOIN (SELECT * FROM inserted UNION ALL SELECT * FROM existing) customer (` + customerNames + `) ON true`
-
-// clickCustomer is resolveClick then customerForClick, in one round trip
-// for a click already in Postgres (qClickCustomer) unless a concurrent
-// transaction just created its customer; the customer's saleFacts come
-// with it (nil when the customer was looked for again). The customer is
-// nil when the click belongs to another program. Errors: ENotFound (no
-// such click in Postgres: it may still be in the queue, see resolveClick).
-func clickCustomer(ctx context.Context, tx *sqlx.Tx, stmts *preparedStatements, programID int64, clickID string, now time.Time) (*ledger.Click, *ledger.Customer, *saleFacts, error) {
-	at, ok := ledger.ClickTime(clickID)
-	if !ok {
-		return nil, nil, nil, notFound("click")
-	}
-	c := &ledger.Click{ID: clickID}
-	var (
-		id                                    sql.NullInt64
-		progID                                sql.NullInt64
-		partnerID, linkID                     *int64
-		custClick, key, email, status, procID sql.NullString
-		firstPaid                             *time.Time
-		isTest                                sql.NullBool
-		created                               sql.NullTime
-		facts                                 saleFacts
-		saleEndpoints, commissionEndpoints    pq.Int64Array
-	)
-	// The generic plan: the sale's first statement forced it for the
-	// transaction (qProgramForSale).
-	err := stmts.row(ctx, tx, qClickCustomer, clickID, at, programID, now,
-		ledger.EventSaleCreated, ledger.EventCommissionCreated).Scan(
-		&c.OccurredAt, &c.ProgramID, &c.PartnerID, &c.LinkID, &c.IsTest,
-		&id, &progID, &partnerID, &linkID, &custClick, &key, &email, &status, &procID, &firstPaid, &isTest, &created,
-		&facts.enrolled, &saleEndpoints, &commissionEndpoints)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil, nil, notFound("click")
-	} else if err != nil {
-		return nil, nil, nil, err
-	}
-	c.OccurredAt = c.OccurredAt.UTC()
-	switch {
-	case c.ProgramID != programID:
-		return c, nil, nil, nil
-	case !id.Valid:
-		cust, err := customerForClick(ctx, tx, c, now)
-		return c, cust, nil, err
-	}
-	facts.saleEndpoints, facts.commissionEndpoints = saleEndpoints, commissionEndpoints
-	return c, &ledger.Customer{
-		ID: id.Int64, ProgramID: progID.Int64, PartnerID: partnerID, LinkID: linkID, ClickID: custClick.String,
-		CustomerKey: key.String, Email: email.String, Status: status.String, ProcessorCustomerID: procID.String,
-		FirstPaidAt: firstPaid, IsTest: isTest.Bool, CreatedAt: created.Time.UTC(),
-	}, &facts, nil
 }
 
 // customerForClick returns the customer a click brought to its program,

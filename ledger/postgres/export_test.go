@@ -22,42 +22,34 @@ func CustomerByKey(ctx context.Context, tx *sqlx.Tx, programID int64, key string
 	return customerByKey(ctx, tx, nil, programID, key)
 }
 
-// RecordSaleCareful records a sale on the careful path only (savepoints
-// around the commission and the tracking log), for tests that compare it
-// with the lean path RecordSale takes first.
-func (s *SaleService) RecordSaleCareful(ctx context.Context, req ledger.SaleRequest) (*ledger.SaleResult, error) {
-	return s.record(ctx, req, false)
-}
-
 // RecordTogether records the requests as one batch of concurrent sales
-// would be (flushSales), then each sale the batch left out on its own, as
-// RecordSale does; it also returns how many the batch recorded.
+// would be (recordBatch, then each alone when it failed) and returns their answers, and how many the batch
+// answered from its one transaction (all of them, unless it failed and
+// recorded each sale alone).
 func (s *SaleService) RecordTogether(ctx context.Context, reqs []ledger.SaleRequest) ([]*ledger.SaleResult, []error, int) {
-	if err := s.lean.prepare(ctx); err != nil {
+	if err := s.stmts.prepare(ctx); err != nil {
 		panic(err)
 	}
-	items := make([]*batchedSale, len(reqs))
+	items := make([]*saleItem, len(reqs))
 	for i, r := range reqs {
 		now := s.db.now()
 		sale, err := r.Validate(now)
 		if err != nil {
 			panic(err)
 		}
-		items[i] = &batchedSale{sale: *sale, now: now}
+		items[i] = newSaleItem(*sale, 0, now)
 	}
-	if err := s.flushSales(slices.Clone(items)); err != nil {
-		panic(err)
+	batched := len(items)
+	if err := s.recordBatch(ctx, slices.Clone(items)); err != nil {
+		batched = 0
+		for _, it := range items {
+			it.err = s.recordAlone(ctx, it)
+		}
 	}
 	results := make([]*ledger.SaleResult, len(items))
 	errs := make([]error, len(items))
-	batched := 0
 	for i, it := range items {
-		if it.answered {
-			batched++
-			results[i], errs[i] = it.result, it.err
-			continue
-		}
-		results[i], errs[i] = s.recordAlone(ctx, it.sale, it.now, true)
+		results[i], errs[i] = it.answered()
 	}
 	return results, errs, batched
 }

@@ -21,7 +21,7 @@ import (
 //
 // Processing an event runs in one transaction under the stored event's
 // row lock: it attributes the payment in the spec's order, records the
-// sale through the sale endpoint's own recording (recordAttributed) or the
+// sale through the sale endpoint's own write path (recordSales) or the
 // refunds through the refund endpoint's own reversal (applyRefund), and
 // writes the event's outcome. After commit it relays the refunds'
 // notifications and settles the customer's provisional lead through
@@ -115,6 +115,11 @@ type eventWork struct {
 func (p *ProcessorService) process(ctx context.Context, eventID string, revisit bool) (res *ledger.ProcessResult, err error) {
 	defer wrap(&err, "postgres.ProcessEvent(%q)", eventID)
 	now := p.db.now()
+	// The sale write's statements are prepared outside the transaction,
+	// which may hold the pool's last connection.
+	if err := p.sales.stmts.prepare(ctx); err != nil {
+		return nil, err
+	}
 	var w eventWork
 	err = p.db.Transact(ctx, func(tx *sqlx.Tx) error {
 		w = eventWork{}

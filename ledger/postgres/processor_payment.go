@@ -120,36 +120,35 @@ func (p *ProcessorService) recordPayment(ctx context.Context, tx *sqlx.Tx, prog 
 		Metadata:          meta,
 		Source:            ledger.SourceProcessor,
 	}
-	out, err := p.sales.recordAttributed(ctx, tx, prog, sale, cust, now)
-	switch ledger.ErrorCode(err) {
+	it := newSaleItem(sale, cust.ID, now)
+	if err := p.sales.recordSales(ctx, tx, []*saleItem{it}); err != nil {
+		return eventOutcome{}, err
+	}
+	switch ledger.ErrorCode(it.answer) {
 	case "":
 	case ledger.EDuplicateTransaction:
 		// Recorded by a concurrent call since the check above.
 		o.status, o.outcome = ledger.EventSkipped, ev.TransactionID+" already recorded"
 		return o, nil
 	case ledger.ENoAttribution:
-		o.status, o.outcome = ledger.EventSkipped, ledger.ErrorMessage(err)
+		o.status, o.outcome = ledger.EventSkipped, ledger.ErrorMessage(it.answer)
 		return o, nil
 	default:
-		return eventOutcome{}, err
+		return eventOutcome{}, it.answer
 	}
-	o.status, o.saleID = ledger.EventProcessed, out.result.SaleID
-	// The brand's sale.created and commission.created, as for the sale
-	// endpoint.
-	if o.hooks, err = out.brandEvents(ctx, tx, now); err != nil {
-		return eventOutcome{}, err
-	}
+	res := it.outcome.Result
+	o.status, o.saleID, o.hooks = ledger.EventProcessed, res.SaleID, it.msgs
 	switch {
-	case out.answer != nil:
+	case it.outcome.Answer != nil:
 		// Stored without commission, as the sale endpoint stores it.
 		o.outcome = fmt.Sprintf("sale %d recorded (attributed by %s) without commission: %s",
-			o.saleID, step, ledger.ErrorMessage(out.answer))
+			o.saleID, step, ledger.ErrorMessage(it.outcome.Answer))
 		p.logger.Error("processor sale recorded without commission", "event_id", ev.EventID,
-			"sale_id", o.saleID, "reason", ledger.ErrorMessage(out.answer))
-	case out.result.CommissionID != nil:
-		o.outcome = fmt.Sprintf("sale %d recorded (attributed by %s), commission %d", o.saleID, step, *out.result.CommissionID)
+			"sale_id", o.saleID, "reason", ledger.ErrorMessage(it.outcome.Answer))
+	case res.CommissionID != nil:
+		o.outcome = fmt.Sprintf("sale %d recorded (attributed by %s), commission %d", o.saleID, step, *res.CommissionID)
 	default:
-		o.outcome = fmt.Sprintf("sale %d recorded (attributed by %s): %s", o.saleID, step, out.result.Message)
+		o.outcome = fmt.Sprintf("sale %d recorded (attributed by %s): %s", o.saleID, step, res.Message)
 	}
 	return o, nil
 }

@@ -72,6 +72,12 @@ type refundLockKey struct {
 	saleID    int64
 }
 
+// refundBatchesInFlight is how many batch transactions of refunds run at
+// once, each started as soon as one of them is free (groupcommit.NewEager):
+// a refund's transaction is longer than a sale's, and with the lingering
+// committer refunds waited for one another (docs/decisions.md).
+const refundBatchesInFlight = 4
+
 func newRefundBatches(s *RefundService) *groupcommit.Committer[*batchedRefund] {
 	return groupcommit.NewEager(batchMax, refundBatchesInFlight, s.flushRefunds)
 }

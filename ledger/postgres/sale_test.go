@@ -505,7 +505,7 @@ func recordAtOnce(b *ledgerBundle, n int, req func(i int) ledger.SaleRequest) ([
 }
 
 // A repeat sale leaves its customer's row as it is (no new row version,
-// updated_at kept), on the lean path and on the careful one; a sale dated
+// updated_at kept); a sale dated
 // before the customer's first paid sale still moves first_paid_at back.
 func TestRepeatSaleLeavesTheCustomerAsItIs(t *testing.T) {
 	b := setupLedger(t, "0")
@@ -529,8 +529,12 @@ func TestRepeatSaleLeavesTheCustomerAsItIs(t *testing.T) {
 		name   string
 		record func(ledger.SaleRequest) (*ledger.SaleResult, error)
 	}{
-		{"Lean", func(r ledger.SaleRequest) (*ledger.SaleResult, error) { return b.sales.RecordSale(ctx, r) }},
-		{"Careful", func(r ledger.SaleRequest) (*ledger.SaleResult, error) { return b.sales.RecordSaleCareful(ctx, r) }},
+		{"Alone", func(r ledger.SaleRequest) (*ledger.SaleResult, error) { return b.sales.RecordSale(ctx, r) }},
+		{"InABatch", func(r ledger.SaleRequest) (*ledger.SaleResult, error) {
+			results, errs, _ := b.sales.RecordTogether(ctx, []ledger.SaleRequest{r, sale{txn: r.TransactionID.Value + "-other",
+				customerKey: "other-" + r.TransactionID.Value, amount: 1}.request(w.program.ID)})
+			return results[0], errs[0]
+		}},
 	} {
 		t.Run(path.name, func(t *testing.T) {
 			key := "repeat-" + path.name

@@ -260,40 +260,6 @@ func webhookRows(eventType string, data any, endpoints []int64, now time.Time) (
 	return rows, nil
 }
 
-// saleEvents writes sale.created for an attributed real sale, and
-// commission.created when the sale earned a commission.
-func saleEvents(ctx context.Context, tx *sqlx.Tx, saleID int64, now time.Time) ([]ledger.OutboxMessage, error) {
-	var d ledger.SaleEventData
-	var isTest bool
-	var occurred time.Time
-	if err := tx.QueryRowContext(ctx, `
-		SELECT id, program_id, processor_event_id, amount_cents, currency, customer_id, partner_id, click_id,
-			sale_type, is_recurring, is_test, occurred_at
-		FROM sales WHERE id = $1`, saleID).Scan(&d.SaleID, &d.ProgramID, &d.TransactionID, &d.AmountCents, &d.Currency,
-		&d.CustomerID, &d.PartnerID, &d.ClickID, &d.SaleType, &d.IsRecurring, &isTest, &occurred); err != nil {
-		return nil, err
-	}
-	if isTest || d.PartnerID == nil {
-		return nil, nil
-	}
-	d.OccurredAt = ledger.FormatTime(occurred)
-	c, err := scanCommission(tx.QueryRowContext(ctx, `SELECT `+commissionColumns+commissionFrom+` WHERE c.sale_id = $1`, saleID))
-	if ledger.ErrorCode(err) == ledger.ENotFound {
-		c, err = nil, nil
-	} else if err != nil {
-		return nil, err
-	}
-	if c != nil {
-		d.CommissionID = &c.ID
-	}
-	msgs, err := brandEvent(ctx, tx, d.ProgramID, ledger.EventSaleCreated, d, now)
-	if err != nil || c == nil {
-		return msgs, err
-	}
-	more, err := brandEvent(ctx, tx, c.ProgramID, ledger.EventCommissionCreated, ledger.CommissionCreatedData(c), now)
-	return append(msgs, more...), err
-}
-
 // leadCreatedEvent writes lead.created for a lead that counts from now.
 func leadCreatedEvent(ctx context.Context, tx *sqlx.Tx, leadID int64, now time.Time) ([]ledger.OutboxMessage, error) {
 	var d ledger.LeadEventData

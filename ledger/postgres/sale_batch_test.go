@@ -2,15 +2,10 @@ package postgres_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"strconv"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/partnertrack/partnertrack/ledger"
-	"github.com/partnertrack/partnertrack/ledger/postgres"
 )
 
 // TestSalesRecordedTogether records eight sales as one batch of
@@ -116,92 +111,6 @@ func TestFailedSaleBatchIsRecordedSaleBySale(t *testing.T) {
 	}
 	if n := b.count(t, `SELECT count(*) FROM commissions`); n != 2 {
 		t.Fatalf("%d commissions, want 2", n)
-	}
-}
-
-// TestSalesWrittenTogetherMatchSalesAlone records the same repeat sales of
-// existing customers in two identical worlds, one at a time and as one
-// batch (whose group of sales is written by one statement), and finds the
-// same answers and the same rows: a customer's first paid sale (conversion,
-// click converted, commission), a repeat sale of a one-time program (no
-// commission), a customer without partner (stored, refused), a sale dated
-// before the customer's first one, every optional field, and a recurring
-// program's commission, with brand webhooks for all of them.
-func TestSalesWrittenTogetherMatchSalesAlone(t *testing.T) {
-	b := setupLedger(t, "2.5")
-	ctx := context.Background()
-	hooks := postgres.NewWebhookService(b.db.DB, nil)
-	var answers, snapshots [2]string
-	start := b.clock.Now()
-	for i, together := range []bool{false, true} {
-		b.clock.Add(start.Sub(b.clock.Now())) // both worlds at the same times
-		oneTime := b.MustWorld(t, programInput("percent", "12.5", "EUR", 0, 30))
-		recurring := b.MustWorld(t, programInput("recurring_fixed", "3", "USD", 0, 30))
-		for _, w := range []saleWorld{oneTime, recurring} {
-			if _, err := hooks.CreateEndpoint(ctx, w.program.ID, ledger.WebhookInput{
-				URL: ledger.Some("https://93.184.215.14/hooks"), Events: ledger.Some(ledger.WebhookEventTypes)}); err != nil {
-				t.Fatal(err)
-			}
-			for _, key := range []string{"a", "b", "c", "d", "e"} {
-				b.MustCustomerKey(t, w, key)
-			}
-			b.db.MustExec(`UPDATE customers SET updated_at = $2 WHERE program_id = $1`, w.program.ID, start)
-		}
-		b.db.MustExec(`UPDATE customers SET partner_id = NULL WHERE customer_key = 'c' AND program_id = $1`, oneTime.program.ID)
-		earlier := b.clock.Now().Add(-48 * time.Hour)
-		txn := func(id string) string { return strconv.Itoa(i) + "_" + id } // transaction ids are the platform's
-		for j, w := range []saleWorld{oneTime, recurring} {
-			b.MustSale(t, w, sale{txn: txn(strconv.Itoa(j) + "before_b"), customerKey: "b", amount: 1000})
-			b.MustSale(t, w, sale{txn: txn(strconv.Itoa(j) + "before_d"), customerKey: "d", amount: 1000})
-		}
-		b.clock.Add(time.Minute)
-		full := sale{txn: txn("e1"), customerKey: "e", amount: 4200, currency: "USD"}.request(oneTime.program.ID)
-		full.Provider, full.ProviderPaymentID, full.Livemode = ledger.Some("stripe"), ledger.Some("pi_123"), ledger.Some(false)
-		full.SaleType, full.IsRecurring = ledger.Some(ledger.SaleTypeSubscription), ledger.Some(true)
-		full.SubscriptionID, full.ProductID, full.EventName = ledger.Some("sub_9"), ledger.Some("prod_7"), ledger.Some("renewal \"q\"")
-		// In the order a batch writes them: program, then customer key.
-		reqs := []ledger.SaleRequest{
-			sale{txn: txn("a1"), customerKey: "a", amount: 1999}.request(oneTime.program.ID),
-			sale{txn: txn("b1"), customerKey: "b", amount: 500}.request(oneTime.program.ID),
-			sale{txn: txn("c1"), customerKey: "c", amount: 700}.request(oneTime.program.ID),
-			sale{txn: txn("d1"), customerKey: "d", amount: 800, occurredAt: earlier}.request(oneTime.program.ID),
-			full,
-			sale{txn: txn("r_a1"), customerKey: "a", amount: 100}.request(recurring.program.ID),
-			sale{txn: txn("r_b1"), customerKey: "b", amount: 200}.request(recurring.program.ID),
-		}
-		var described []string
-		if together {
-			results, errs, batched := b.sales.RecordTogether(ctx, reqs)
-			if batched != len(reqs) {
-				t.Fatalf("%d of %d sales recorded by the batch", batched, len(reqs))
-			}
-			for j := range reqs {
-				described = append(described, describeSale(results[j], errs[j]))
-			}
-		} else {
-			for _, r := range reqs {
-				described = append(described, describeSale(b.sales.RecordSale(ctx, r)))
-			}
-		}
-		answers[i] = strings.Join(described, "\n")
-		snapshots[i] = b.saleSnapshot(t, oneTime) + "\n" + b.saleSnapshot(t, recurring)
-	}
-	if answers[0] != answers[1] {
-		t.Fatalf("answers alone:\n%s\ntogether:\n%s", answers[0], answers[1])
-	}
-	if snapshots[0] != snapshots[1] {
-		t.Fatalf("rows alone:\n%s\ntogether:\n%s", snapshots[0], snapshots[1])
-	}
-	for _, want := range []string{describeSale(&ledger.SaleResult{CommissionID: new(int64), Message: ledger.MsgSaleRecorded}, nil),
-		describeSale(&ledger.SaleResult{Message: ledger.MsgSaleNotFirst}, nil), "error " + ledger.ENoAttribution} {
-		if !strings.Contains(answers[1], want) {
-			t.Fatalf("no answer %q among:\n%s", want, answers[1])
-		}
-	}
-	var meta json.RawMessage
-	b.db.QueryRow(`SELECT metadata FROM sales WHERE processor_event_id = '1_e1'`).Scan(&meta)
-	if !strings.Contains(string(meta), `renewal \"q\"`) {
-		t.Fatalf("metadata of the batched sale: %s", meta)
 	}
 }
 
