@@ -74,18 +74,6 @@ func approveLocked(ctx context.Context, tx *sqlx.Tx, c *ledger.Commission, now t
 		amountMinor: c.AmountMinor, commissionID: &c.ID}, now)
 }
 
-// payableLocked refuses to approve or pay a commission that a refund
-// reversed or cancelled.
-func payableLocked(c *ledger.Commission) error {
-	switch {
-	case c.Status == ledger.CommissionReversed:
-		return ledger.NewError(ledger.EConflict, ledger.MsgCommissionReversed)
-	case c.Status == ledger.CommissionRefunded && !c.Credited:
-		return ledger.NewError(ledger.EConflict, ledger.MsgCommissionCancelled)
-	}
-	return nil
-}
-
 // Commission returns one commission.
 func (s *BalanceService) Commission(ctx context.Context, id int64) (c *ledger.Commission, err error) {
 	defer wrap(&err, "postgres.Commission(%d)", id)
@@ -101,7 +89,7 @@ func (s *BalanceService) changeCommission(ctx context.Context, id int64, change 
 		if err != nil {
 			return err
 		}
-		if err := payableLocked(c); err != nil {
+		if err := ledger.CommissionPayable(c); err != nil {
 			return err
 		}
 		return change(tx, c, now)

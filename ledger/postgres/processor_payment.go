@@ -7,34 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/jmoiron/sqlx"
 
 	"github.com/partnertrack/partnertrack/ledger"
 )
-
-// payable checks what a payment event needs before attribution: its
-// program (metadata program_id) and its currency.
-func (p *ProcessorService) payable(prog *ledger.Program, ev *ledger.PaymentEvent) (ledger.Currency, string) {
-	if h := p.keys.Hints(ev.Metadata); h.OtherProgram(prog.ID) {
-		return "", "metadata program_id " + h.ProgramID + " names another program"
-	}
-	if ev.Action != ledger.ActionSale {
-		return "", ""
-	}
-	code := strings.ToUpper(strings.TrimSpace(ev.Currency))
-	cur, ok := ledger.ParseCurrency(code)
-	if !ok {
-		return "", ledger.MsgUnsupportedCurrency(code)
-	}
-	if utf8.RuneCountInString(ev.TransactionID) > 255 || ev.TransactionID == "" {
-		return "", "the payment's id is not a transaction id of 1 to 255 characters"
-	}
-	return cur, ""
-}
 
 // payer is the attributed customer of a payment.
 type payer struct {
@@ -48,7 +26,7 @@ type payer struct {
 // processor customer id on the customer found. A nil payer comes with the
 // reason the event is skipped.
 func (p *ProcessorService) findPayer(ctx context.Context, tx *sqlx.Tx, prog *ledger.Program, ev *ledger.PaymentEvent, now time.Time) (*payer, string, error) {
-	cur, why := p.payable(prog, ev)
+	cur, why := ledger.PaymentPayable(ev, p.keys, prog.ID)
 	if why != "" {
 		return nil, why, nil
 	}
