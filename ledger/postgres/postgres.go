@@ -38,12 +38,10 @@ type PoolConfig struct {
 	ConnMaxIdleTime time.Duration
 }
 
-// DefaultPool suits a two-core machine running the edge and a worker.
-// Fewer connections than concurrent requests is faster here: sales at
-// 64 connections ran at about 840/s with 32 Postgres connections, 970/s
-// with 16 and 1,150/s with 8 (cmd/loadgen, 2026-11-21), as fewer backends
-// compete for the two cores; requests beyond the pool wait their turn in
-// database/sql. 8 leaves room for a few lock waits and dashboard reads.
+// DefaultPool suits a two-core machine running the edge and a worker:
+// fewer backends than concurrent requests compete less for the cores, and
+// requests beyond the pool wait their turn in database/sql
+// (docs/decisions.md, "The connection pool").
 var DefaultPool = PoolConfig{MaxConns: 8, ConnMaxLifetime: 30 * time.Minute, ConnMaxIdleTime: 5 * time.Minute}
 
 // Open connects to Postgres and checks the connection. The DSN gains
