@@ -77,7 +77,7 @@ func TestPlanRefund(t *testing.T) {
 			reversed(0), 7500, &CommissionChange{9, CommissionReversed, 0, "chargeback"}, 0,
 			[]string{NoticeCommissionReversed}, EventCommissionReversed, []int64{11}}},
 		// A test sale's commission is never credited: its refund deducts nothing.
-		{"TestCommissionNotCredited", all, snap(commission(CommissionApproved, false, 3000), 0), want{
+		{"TestSaleCommissionNotCredited", all, snap(commission(CommissionApproved, false, 3000), 0), want{
 			reversed(3000), 10000, &CommissionChange{9, CommissionReversed, 0, "chargeback"}, 0,
 			[]string{NoticeCommissionReversed}, EventCommissionReversed, []int64{11}}},
 		{"ReversedSkipped", all, snap(commission(CommissionReversed, true, 0), 10000), want{
