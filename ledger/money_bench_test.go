@@ -29,11 +29,11 @@ func BenchmarkCommissionAmountFixed(b *testing.B) {
 	}
 }
 
-func BenchmarkPlanRefund(b *testing.B) {
+func BenchmarkRefundShareOf(b *testing.B) {
 	c := CommissionState{Status: CommissionApproved, OriginalMinor: 1001, AmountMinor: 667, Credited: true} // after the first third
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		if p := PlanRefund(c, 3000, 1000, 1000); p.DeductionMinor != 333 {
+		if p := RefundShareOf(c, 3000, 1000, 1000); p.DeductionMinor != 333 {
 			b.Fatalf("deduction %d", p.DeductionMinor)
 		}
 	}

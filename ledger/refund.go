@@ -116,16 +116,16 @@ type CommissionState struct {
 	Credited      bool
 }
 
-// RefundPlan is what a refund does to a commission.
-type RefundPlan struct {
+// RefundShare is what a refund does to a commission.
+type RefundShare struct {
 	Status         string // the commission's next status: reversed or refunded
 	AmountMinor    int64  // the commission's next amount
 	DeductionMinor int64  // the share this refund covers (deductionAmount)
 	Debit          bool   // deduct DeductionMinor from the partner's balance
 }
 
-// PlanRefund applies a refund of applied minor units to a commission on a
-// sale of saleAmount of which refundedBefore was already refunded.
+// RefundShareOf applies a refund of applied minor units to a commission on
+// a sale of saleAmount of which refundedBefore was already refunded.
 //
 // Full coverage reverses the commission and its share is everything left.
 // A partial refund's share is the refunded fraction of the original
@@ -134,18 +134,18 @@ type RefundPlan struct {
 // share of their sum. A pending commission partly refunded is cancelled
 // whole (its share is informational); a credited one is reduced by the
 // share, which comes off the partner's balance.
-func PlanRefund(c CommissionState, saleAmount, refundedBefore, applied int64) RefundPlan {
+func RefundShareOf(c CommissionState, saleAmount, refundedBefore, applied int64) RefundShare {
 	after := refundedBefore + applied
 	if after >= saleAmount {
-		return RefundPlan{Status: CommissionReversed, AmountMinor: 0, DeductionMinor: c.AmountMinor, Debit: c.Credited}
+		return RefundShare{Status: CommissionReversed, AmountMinor: 0, DeductionMinor: c.AmountMinor, Debit: c.Credited}
 	}
 	shareBefore := FractionOf(c.OriginalMinor, refundedBefore, saleAmount)
 	shareAfter := FractionOf(c.OriginalMinor, after, saleAmount)
 	if !c.Credited {
-		return RefundPlan{Status: CommissionRefunded, AmountMinor: 0, DeductionMinor: shareAfter - shareBefore}
+		return RefundShare{Status: CommissionRefunded, AmountMinor: 0, DeductionMinor: shareAfter - shareBefore}
 	}
 	next := min(c.AmountMinor, c.OriginalMinor-shareAfter)
-	return RefundPlan{Status: CommissionRefunded, AmountMinor: next, DeductionMinor: c.AmountMinor - next, Debit: true}
+	return RefundShare{Status: CommissionRefunded, AmountMinor: next, DeductionMinor: c.AmountMinor - next, Debit: true}
 }
 
 // RefundService applies refunds: the refund endpoint and the processor's

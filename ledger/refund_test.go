@@ -54,7 +54,7 @@ func TestRefundValidate(t *testing.T) {
 	}
 }
 
-func TestPlanRefund(t *testing.T) {
+func TestRefundShareOf(t *testing.T) {
 	pending := CommissionState{Status: CommissionPending, OriginalMinor: 3000, AmountMinor: 3000}
 	approved := CommissionState{Status: CommissionApproved, OriginalMinor: 3000, AmountMinor: 3000, Credited: true}
 	for _, tc := range []struct {
@@ -82,10 +82,10 @@ func TestPlanRefund(t *testing.T) {
 		{"VND pending informational", CommissionState{Status: CommissionPending, OriginalMinor: 7, AmountMinor: 7}, 3, 0, 1, CommissionRefunded, 0, 2, false},                                  // 2.33
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
-			p := PlanRefund(tc.c, tc.sale, tc.before, tc.applied)
-			want := RefundPlan{Status: tc.status, AmountMinor: tc.amount, DeductionMinor: tc.deduction, Debit: tc.debit}
+			p := RefundShareOf(tc.c, tc.sale, tc.before, tc.applied)
+			want := RefundShare{Status: tc.status, AmountMinor: tc.amount, DeductionMinor: tc.deduction, Debit: tc.debit}
 			if p != want {
-				t.Fatalf("PlanRefund = %+v, want %+v", p, want)
+				t.Fatalf("RefundShareOf = %+v, want %+v", p, want)
 			}
 		})
 	}

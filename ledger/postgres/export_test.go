@@ -59,7 +59,7 @@ func (s *SaleService) RecordTogether(ctx context.Context, reqs []ledger.SaleRequ
 // its own, as ApplyRefund does; it also returns how many the batch
 // answered.
 func (s *RefundService) ApplyTogether(ctx context.Context, ins []ledger.RefundInput) ([]*ledger.RefundResult, []error, int) {
-	if err := s.lean.prepare(ctx); err != nil {
+	if err := s.stmts.prepare(ctx); err != nil {
 		panic(err)
 	}
 	items := make([]*batchedRefund, len(ins))

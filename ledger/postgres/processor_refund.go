@@ -16,7 +16,8 @@ import (
 )
 
 // refund applies the refunds of a charge to the sale its payment recorded,
-// through applyRefund, the refund endpoint's own reversal. Only a sale
+// through applyRefund, the refund endpoint's own write path, inside the
+// event's transaction (its statements unprepared). Only a sale
 // recorded from processor events is linked to the payment: a sale the
 // brand reported through the sale endpoint is not (the spec's caveat).
 func (p *ProcessorService) refund(ctx context.Context, tx *sqlx.Tx, prog *ledger.Program, ev *ledger.PaymentEvent, w *eventWork, now time.Time) (eventOutcome, error) {
@@ -83,7 +84,7 @@ func (p *ProcessorService) refund(ctx context.Context, tx *sqlx.Tx, prog *ledger
 	}
 	var done []string
 	for _, st := range steps {
-		res, msgs, err := applyRefund(ctx, tx, p.logger, ledger.RefundInput{ProgramID: prog.ID,
+		res, msgs, err := applyRefund(ctx, tx, nil, ledger.RefundInput{ProgramID: prog.ID,
 			TransactionID: sale.TransactionID, AmountCents: st.AmountCents, RefundID: st.RefundID,
 			Reason: st.Reason, Source: ledger.SourceProcessor}, now)
 		if err != nil {

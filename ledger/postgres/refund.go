@@ -1,26 +1,39 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
-	"database/sql"
-	"errors"
 	"log/slog"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 
 	"github.com/partnertrack/partnertrack/ledger"
 	"github.com/partnertrack/partnertrack/ledger/groupcommit"
 )
 
-// RefundService implements ledger.RefundService.
+// RefundService implements ledger.RefundService. Refunds that arrive
+// while others are being applied share a transaction (one BEGIN and one
+// COMMIT for the batch); each runs applyRefund, the one write path, which
+// writes nothing before it knows its answer (a 404 comes first, a skip
+// writes nothing), so any refund can join. When anything fails, the batch
+// is rolled back and each refund applied on its own, answering as it
+// would have without batching.
 type RefundService struct {
 	db      *DB
 	logger  *slog.Logger
 	after   *afterCommit
-	lean    *preparedStatements
+	stmts   *preparedStatements
 	batches *groupcommit.Committer[*batchedRefund]
 }
+
+// refundsInFlight is how many batch transactions of refunds run at once,
+// each started as soon as one of them is free (groupcommit.NewEager; the
+// measurements behind it are in docs/decisions.md).
+const refundsInFlight = 4
 
 // NewRefundService returns the refund service over db. relay sends the
 // notifications a refund writes to the outbox right after commit; nil
@@ -29,20 +42,20 @@ func NewRefundService(db *DB, relay ledger.OutboxRelay, logger *slog.Logger) *Re
 	if logger == nil {
 		logger = slog.Default()
 	}
-	s := &RefundService{db: db, logger: logger, after: &afterCommit{relay: relay, logger: logger}, lean: leanRefundStatements(db)}
-	s.batches = newRefundBatches(s)
+	s := &RefundService{db: db, logger: logger, after: &afterCommit{relay: relay, logger: logger}, stmts: refundStatements(db)}
+	s.batches = groupcommit.NewEager(batchMax, refundsInFlight, s.flushRefunds)
 	return s
 }
 
 var _ ledger.RefundService = (*RefundService)(nil)
 
-// ApplyRefund applies a refund in one transaction, on the lean path
-// (applyRefundLean) or, when its write fails, on the careful one
-// (applyRefund), then relays its notifications in the background.
+// ApplyRefund applies a refund in one transaction, shared with the
+// refunds that arrive meanwhile, then relays its notifications in the
+// background.
 func (s *RefundService) ApplyRefund(ctx context.Context, in ledger.RefundInput) (res *ledger.RefundResult, err error) {
 	defer wrap(&err, "postgres.ApplyRefund(%q)", in.TransactionID)
 	now := s.db.now()
-	if err := s.lean.prepare(ctx); err != nil {
+	if err := s.stmts.prepare(ctx); err != nil {
 		return nil, err
 	}
 	item := &batchedRefund{in: in, now: now}
@@ -55,16 +68,16 @@ func (s *RefundService) ApplyRefund(ctx context.Context, in ledger.RefundInput) 
 	return s.applyAlone(ctx, in, now)
 }
 
-// applyAlone applies a refund in a transaction of its own, on the lean
-// path first.
+// applyAlone applies a refund in a transaction of its own. A write that
+// fails returns its error with nothing stored.
 func (s *RefundService) applyAlone(ctx context.Context, in ledger.RefundInput, now time.Time) (*ledger.RefundResult, error) {
-	res, msgs, err := s.refundInTransaction(ctx, in, now, s.applyRefundLean)
-	var lean *leanWriteError
-	if errors.As(err, &lean) {
-		s.logger.Warn("lean refund write failed; applying the refund on the careful path",
-			"transaction_id", in.TransactionID, "err", lean.err)
-		res, msgs, err = s.refundInTransaction(ctx, in, now, s.applyRefundCareful)
-	}
+	var res *ledger.RefundResult
+	var msgs []ledger.OutboxMessage
+	err := s.db.Transact(ctx, func(tx *sqlx.Tx) error {
+		var err error
+		res, msgs, err = applyRefund(ctx, tx, s.stmts, in, now)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -72,196 +85,125 @@ func (s *RefundService) applyAlone(ctx context.Context, in ledger.RefundInput, n
 	return res, nil
 }
 
-// refundApplier applies a refund inside a transaction.
-type refundApplier func(ctx context.Context, tx *sqlx.Tx, in ledger.RefundInput, now time.Time) (*ledger.RefundResult, []ledger.OutboxMessage, error)
-
-// refundInTransaction applies a refund with apply in one transaction and
-// returns its result and the outbox messages to relay after commit.
-func (s *RefundService) refundInTransaction(ctx context.Context, in ledger.RefundInput, now time.Time, apply refundApplier) (*ledger.RefundResult, []ledger.OutboxMessage, error) {
-	var res *ledger.RefundResult
-	var msgs []ledger.OutboxMessage
-	err := s.db.Transact(ctx, func(tx *sqlx.Tx) error {
-		var err error
-		res, msgs, err = apply(ctx, tx, in, now)
-		return err
-	})
-	return res, msgs, err
-}
-
-// applyRefundCareful is applyRefund with the service's logger.
-func (s *RefundService) applyRefundCareful(ctx context.Context, tx *sqlx.Tx, in ledger.RefundInput, now time.Time) (*ledger.RefundResult, []ledger.OutboxMessage, error) {
-	return applyRefund(ctx, tx, s.logger, in, now)
-}
-
 // WaitRelays blocks until the relays started after commits have finished
 // (graceful shutdown, tests).
 func (s *RefundService) WaitRelays() { s.after.wait() }
 
-// refundSale is the locked state of a refunded sale.
-type refundSale struct {
-	id, programID, amount, refunded int64
+// qRefundBatchOrder reads, for each refund of a batch (program $1[n],
+// transaction id $2[n]), its commission's partner and currency and its
+// sale: the order the batch takes their locks in. The arrays are read
+// through sub-selects so that a custom plan cannot see their lengths
+// (Postgres then planned the statement anew for most batches;
+// docs/decisions.md, "Sixth round").
+const qRefundBatchOrder = `
+	SELECT r.n, COALESCE(c.partner_id, 0), COALESCE(c.currency, ''), COALESCE(s.id, 0)
+	FROM unnest((SELECT $1::bigint[]), (SELECT $2::text[])) WITH ORDINALITY AS r(program_id, txn, n)
+	LEFT JOIN sales s ON s.program_id = r.program_id AND s.processor_event_id = r.txn
+	LEFT JOIN commissions c ON c.sale_id = s.id`
+
+// batchedRefund is one refund handed to a batch, and what became of it.
+type batchedRefund struct {
+	in  ledger.RefundInput
+	now time.Time
+
+	// answered tells that the flush applied the refund (in the batch, or
+	// on its own when it was alone) and committed: result and err are
+	// the call's answer. Otherwise the caller applies it on its own.
+	answered bool
+	result   *ledger.RefundResult
+	err      error
+
+	// The refund's outcome in the batch's transaction, answered once it
+	// commits, and its place in the lock order.
+	done     bool
+	res      *ledger.RefundResult
+	msgs     []ledger.OutboxMessage
+	answer   error
+	lockedBy refundLockKey
 }
 
-// applyRefund is the one reversal function of the service: the refund
-// endpoint and the processor's refund events run it inside their
-// transaction and relay the outbox messages it returns after commit.
-//
-// It locks, in the lock order of every money change, the partner's
-// balance account, the sale and the commission; refunds of one sale
-// therefore run one at a time and see each other's effects, which is what
-// makes "the same refund_id" and "the same amount" retries and the cap at
-// the sale amount exact under concurrency.
-func applyRefund(ctx context.Context, tx *sqlx.Tx, logger *slog.Logger, in ledger.RefundInput, now time.Time) (*ledger.RefundResult, []ledger.OutboxMessage, error) {
-	if in.Source == "" {
-		in.Source = ledger.SourceAPI
-	}
-	var saleID int64
-	err := tx.QueryRowContext(ctx, `SELECT id FROM sales WHERE program_id = $1 AND processor_event_id = $2`,
-		in.ProgramID, in.TransactionID).Scan(&saleID)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil, ledger.NewError(ledger.ENotFound, ledger.MsgSaleNotFound)
-	} else if err != nil {
-		return nil, nil, err
-	}
-	var commissionID, partnerID int64
-	var cur string
-	err = tx.QueryRowContext(ctx, `SELECT id, partner_id, currency FROM commissions WHERE sale_id = $1`, saleID).
-		Scan(&commissionID, &partnerID, &cur)
-	hasCommission := err == nil
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return nil, nil, err
-	}
-	if hasCommission {
-		if err := lockBalanceAccount(ctx, tx, partnerID, ledger.Currency(cur), now); err != nil {
-			return nil, nil, err
-		}
-	}
-	sale := refundSale{id: saleID}
-	if err := tx.QueryRowContext(ctx, `
-		SELECT program_id, amount_cents, refunded_cents FROM sales WHERE id = $1 FOR NO KEY UPDATE`, saleID).
-		Scan(&sale.programID, &sale.amount, &sale.refunded); err != nil {
-		return nil, nil, err
-	}
-	var c *ledger.Commission
-	if hasCommission {
-		if c, err = scanCommission(tx.QueryRowContext(ctx, `SELECT `+commissionColumns+commissionFrom+`
-			WHERE c.id = $1 FOR NO KEY UPDATE OF c`, commissionID)); err != nil {
-			return nil, nil, err
-		}
-	}
-	noCommission := &ledger.RefundResult{Status: ledger.RefundNoCommission, Message: ledger.MsgRefundNoCommission}
-	skip := func(reason string) (*ledger.RefundResult, []ledger.OutboxMessage, error) {
-		if c == nil {
-			return noCommission, nil, nil
-		}
-		return &ledger.RefundResult{Status: ledger.RefundSkipped, CommissionID: c.ID, SkipReason: reason}, nil, nil
-	}
+// refundLockKey orders a batch's refunds: by balance account (none
+// first), then sale.
+type refundLockKey struct {
+	partnerID int64
+	currency  string
+	saleID    int64
+}
 
-	if reason, err := retryOf(ctx, tx, sale.id, in); err != nil {
-		return nil, nil, err
-	} else if reason != "" {
-		return skip(reason)
+// flushRefunds applies a batch of refunds in one transaction; a refund
+// alone is applied in its own, inside the flush.
+func (s *RefundService) flushRefunds(items []*batchedRefund) error {
+	ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
+	defer cancel()
+	if len(items) == 1 {
+		it := items[0]
+		it.result, it.err = s.applyAlone(ctx, it.in, it.now)
+		it.answered = true
+		return nil
 	}
-	if c != nil && c.Status == ledger.CommissionReversed {
-		return skip(ledger.SkipAlreadyReverse)
-	}
-	applied := sale.amount - sale.refunded
-	if in.AmountCents > 0 {
-		applied = min(in.AmountCents, applied)
-	}
-	if applied <= 0 {
-		return skip(ledger.SkipAlreadyReverse)
-	}
-
-	var plan ledger.RefundPlan
-	if c != nil {
-		plan = ledger.PlanRefund(ledger.CommissionState{Status: c.Status, OriginalMinor: c.OriginalMinor,
-			AmountMinor: c.AmountMinor, Credited: c.Credited}, sale.amount, sale.refunded, applied)
-	}
-	if _, err := tx.ExecContext(ctx, `UPDATE sales SET refunded_cents = refunded_cents + $2 WHERE id = $1`,
-		sale.id, applied); err != nil {
-		return nil, nil, err
-	}
-	var refundRowID int64
-	var commissionRef *int64
-	if c != nil {
-		commissionRef = &c.ID
-	}
-	if err := tx.QueryRowContext(ctx, `
-		INSERT INTO refunds (sale_id, program_id, commission_id, refund_id, amount_cents, deduction_minor, reason, source, created_at)
-		VALUES ($1, $2, $3, NULLIF($4, ''), $5, $6, NULLIF($7, ''), $8, $9)
-		RETURNING id`,
-		sale.id, sale.programID, commissionRef, in.RefundID, applied, plan.DeductionMinor, in.Reason, in.Source, now).
-		Scan(&refundRowID); err != nil {
-		return nil, nil, err
-	}
-	if err := logTracking(ctx, tx, logger, trackingLog{sale.programID, "refund", false, in.Source, in.TransactionID}, now); err != nil {
-		return nil, nil, err
-	}
-	if c == nil {
-		return noCommission, nil, nil
-	}
-
-	paidOut := c.PaidAt != nil
-	if in.Reason != "" {
-		c.Reason = in.Reason
-	}
-	if _, err := tx.ExecContext(ctx, `
-		UPDATE commissions SET status = $2, amount_minor = $3, reason = NULLIF($4, ''),
-			reversed_at = CASE WHEN $2 = 'reversed' THEN $5 ELSE reversed_at END, updated_at = $5
-		WHERE id = $1`, c.ID, plan.Status, plan.AmountMinor, c.Reason, now); err != nil {
-		return nil, nil, err
-	}
-	if plan.Debit && plan.DeductionMinor > 0 {
-		if err := appendEntry(ctx, tx, balanceEntry{partnerID: c.PartnerID, currency: c.Currency, kind: ledger.EntryDeduction,
-			amountMinor: -plan.DeductionMinor, commissionID: &c.ID, refundID: &refundRowID}, now); err != nil {
-			return nil, nil, err
-		}
-		if err := fitOpenWithdrawals(ctx, tx, c.PartnerID, c.Currency, now); err != nil {
-			return nil, nil, err
+	err := inOneTransaction(ctx, s.db, items, s.orderRefunds, s.applyInBatch)
+	for _, it := range items {
+		switch {
+		case err != nil:
+			*it = batchedRefund{in: it.in, now: it.now}
+		case it.done:
+			it.answered = true
+			if it.result, it.err = it.res, it.answer; it.err == nil {
+				s.after.send(it.msgs)
+			}
 		}
 	}
-	var workspaceID int64
-	if err := tx.QueryRowContext(ctx, `SELECT workspace_id FROM programs WHERE id = $1`, sale.programID).Scan(&workspaceID); err != nil {
-		return nil, nil, err
-	}
-	notice := ledger.RefundNotice{
-		CommissionID: c.ID, PartnerID: c.PartnerID, WorkspaceID: workspaceID, ProgramID: sale.programID,
-		TransactionID: in.TransactionID, Status: plan.Status, DeductionMinor: plan.DeductionMinor,
-		AmountMinor: plan.AmountMinor, Currency: c.Currency, Reason: c.Reason, PaidOut: paidOut,
-	}
-	var msgs []ledger.OutboxMessage
-	for _, n := range ledger.RefundNotifications(notice) {
-		m, err := insertOutbox(ctx, tx, ledger.OutboxTaskNotification, ledger.OutboxQueueNotifications, n, now)
-		if err != nil {
-			return nil, nil, err
-		}
-		msgs = append(msgs, m)
-	}
-	// The brand's commission.reversed / commission.refunded webhooks.
-	hooks, err := refundEvent(ctx, tx, notice, sale.id, applied, now)
 	if err != nil {
-		return nil, nil, err
+		s.logger.Debug("refund batch rolled back; its refunds are applied one by one", "refunds", len(items), "err", err)
 	}
-	msgs = append(msgs, hooks...)
-	return &ledger.RefundResult{Status: plan.Status, CommissionID: c.ID, DeductionMinor: plan.DeductionMinor,
-		Currency: c.Currency}, msgs, nil
+	return nil
 }
 
-// retryOf tells a refund already applied: the same refund_id on the sale,
-// or, without one, the same amount. A refund of "all that is left" is no
-// retry (once applied, nothing is left and the commission is reversed).
-func retryOf(ctx context.Context, tx *sqlx.Tx, saleID int64, in ledger.RefundInput) (string, error) {
-	if in.AmountCents == 0 {
-		return "", nil
+// orderRefunds sorts the batch's refunds into their lock order. Refunds
+// lock the partner's balance account, the sale, then the commission, and
+// two batches must take the accounts they share in the same order; the
+// partner is known only from the sale's commission, so the batch reads
+// every refund's partner, currency and sale first (unlocked: a
+// commission's partner never changes).
+func (s *RefundService) orderRefunds(ctx context.Context, tx *sqlx.Tx, items []*batchedRefund) error {
+	programs := make([]int64, len(items))
+	txns := make([]string, len(items))
+	for i, it := range items {
+		programs[i], txns[i] = it.in.ProgramID, it.in.TransactionID
 	}
-	query, arg, reason := `SELECT EXISTS (SELECT 1 FROM refunds WHERE sale_id = $1 AND refund_id = $2)`, any(in.RefundID), ledger.SkipRefundID
-	if in.RefundID == "" {
-		query, arg, reason = `SELECT EXISTS (SELECT 1 FROM refunds WHERE sale_id = $1 AND amount_cents = $2)`, in.AmountCents, ledger.SkipSameAmount
+	rows, err := s.stmts.in(ctx, tx, qRefundBatchOrder).QueryContext(ctx, pq.Array(programs), pq.Array(txns))
+	if err != nil {
+		return err
 	}
-	var exists bool
-	if err := tx.QueryRowContext(ctx, query, saleID, arg).Scan(&exists); err != nil || !exists {
-		return "", err
+	defer rows.Close()
+	for rows.Next() {
+		var n int
+		var k refundLockKey
+		if err := rows.Scan(&n, &k.partnerID, &k.currency, &k.saleID); err != nil {
+			return err
+		}
+		items[n-1].lockedBy = k
 	}
-	return reason, nil
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	slices.SortStableFunc(items, func(a, b *batchedRefund) int {
+		return cmp.Or(cmp.Compare(a.lockedBy.partnerID, b.lockedBy.partnerID),
+			strings.Compare(a.lockedBy.currency, b.lockedBy.currency),
+			cmp.Compare(a.lockedBy.saleID, b.lockedBy.saleID))
+	})
+	return nil
+}
+
+// applyInBatch applies one refund in the batch's transaction. An error
+// rolls the whole batch back.
+func (s *RefundService) applyInBatch(ctx context.Context, tx *sqlx.Tx, it *batchedRefund) error {
+	it.done, it.res, it.msgs, it.answer = false, nil, nil, nil // a retried batch starts afresh
+	res, msgs, err := applyRefund(ctx, tx, s.stmts, it.in, it.now)
+	// A refusal (the sale was not found) comes before anything is written.
+	if it.answer, err = refusal(err); err != nil {
+		return err
+	}
+	it.done, it.res, it.msgs = true, res, msgs
+	return nil
 }

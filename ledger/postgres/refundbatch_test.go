@@ -57,8 +57,10 @@ func TestRefundsAppliedTogether(t *testing.T) {
 
 // TestFailedRefundBatchIsAppliedRefundByRefund: when one refund's write
 // fails in the batch (here Postgres refuses its tracking log), the batch
-// is rolled back and each refund applied on its own: that one on the
-// careful path, which keeps a refund whose tracking log alone failed.
+// is rolled back and each refund applied on its own. The tracking log is
+// written in the same statement as the refund, so the refund whose log
+// cannot be written fails with nothing stored; the other is applied, and
+// the failed one, retried once the fault is gone, is applied once.
 func TestFailedRefundBatchIsAppliedRefundByRefund(t *testing.T) {
 	b := setupLedger(t, "0")
 	ctx := context.Background()
@@ -69,18 +71,49 @@ func TestFailedRefundBatchIsAppliedRefundByRefund(t *testing.T) {
 		CREATE FUNCTION refuse_log_of() RETURNS trigger LANGUAGE plpgsql AS $$
 		BEGIN IF NEW.reference = '` + txnD + `' AND NEW.event_type = 'refund' THEN RAISE EXCEPTION 'log refused'; END IF; RETURN NEW; END $$;
 		CREATE TRIGGER refuse_log_of BEFORE INSERT ON tracking_logs FOR EACH ROW EXECUTE FUNCTION refuse_log_of();`)
+	outboxBefore := b.count(t, `SELECT count(*) FROM outbox`)
+	refundD := ledger.RefundInput{ProgramID: w.program.ID, TransactionID: txnD, Source: ledger.SourceAPI}
 	results, errs, batched := b.refunds.ApplyTogether(ctx, []ledger.RefundInput{
-		{ProgramID: w.program.ID, TransactionID: txnD, Source: ledger.SourceAPI},
+		refundD,
 		{ProgramID: w.program.ID, TransactionID: txnE, Source: ledger.SourceAPI},
 	})
 	if batched != 0 {
 		t.Fatalf("%d refunds answered from a batch that failed", batched)
 	}
-	for i, cid := range []int64{cidD, cidE} {
-		if errs[i] != nil {
-			t.Fatalf("refund %d: %v", i, errs[i])
+	if errs[0] == nil || ledger.ErrorCode(errs[0]) != ledger.EInternal {
+		t.Fatalf("refund whose tracking log was refused: %+v, %v; want an internal error", results[0], errs[0])
+	}
+	if errs[1] != nil {
+		t.Fatalf("refund 1: %v", errs[1])
+	}
+	assertRefund(t, results[1], ledger.RefundResult{Status: ledger.RefundReversed, CommissionID: cidE, DeductionMinor: 3000, Currency: ledger.USD})
+	for _, q := range []struct {
+		desc, query string
+		args        []any
+		want        int
+	}{
+		{"refunds of the failed sale", `SELECT count(*) FROM refunds r JOIN sales s ON s.id = r.sale_id WHERE s.processor_event_id = $1`, []any{txnD}, 0},
+		{"refunded cents of the failed sale", `SELECT refunded_cents FROM sales WHERE processor_event_id = $1`, []any{txnD}, 0},
+		{"the failed sale's commission changed", `SELECT count(*) FROM commissions WHERE id = $1 AND status <> 'pending'`, []any{cidD}, 0},
+		{"refunds stored", `SELECT count(*) FROM refunds`, nil, 1},
+		{"outbox rows written (the other refund's notification)", `SELECT count(*) FROM outbox`, nil, outboxBefore + 1},
+	} {
+		if n := b.count(t, q.query, q.args...); n != q.want {
+			t.Fatalf("%s: %d, want %d", q.desc, n, q.want)
 		}
-		assertRefund(t, results[i], ledger.RefundResult{Status: ledger.RefundReversed, CommissionID: cid, DeductionMinor: 3000, Currency: ledger.USD})
+	}
+
+	b.db.MustExec(`DROP TRIGGER refuse_log_of ON tracking_logs`)
+	for i := 0; i < 2; i++ {
+		res, err := b.refunds.ApplyRefund(ctx, refundD)
+		if err != nil {
+			t.Fatalf("retry %d: %v", i, err)
+		}
+		want := ledger.RefundResult{Status: ledger.RefundReversed, CommissionID: cidD, DeductionMinor: 3000, Currency: ledger.USD}
+		if i == 1 {
+			want = ledger.RefundResult{Status: ledger.RefundSkipped, CommissionID: cidD, SkipReason: ledger.SkipAlreadyReverse}
+		}
+		assertRefund(t, res, want)
 	}
 	if n := b.count(t, `SELECT count(*) FROM refunds`); n != 2 {
 		t.Fatalf("%d refunds stored, want 2", n)

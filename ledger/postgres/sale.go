@@ -3,9 +3,12 @@ package postgres
 import (
 	"cmp"
 	"context"
+	"database/sql"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -163,4 +166,250 @@ func (s *SaleService) recordAlone(ctx context.Context, it *saleItem) error {
 			return err
 		}
 	}
+}
+
+// The one write path of sales. A batch of sales (one sale is a batch of
+// one; the sale endpoint and the processor's payments both come here) is
+// recorded in rounds: one statement reads every sale's snapshot with its
+// customer locked (qSaleSnapshots), ledger.PlanSale decides each sale,
+// and one statement writes every planned sale with all that follows from
+// it (qWriteSales): the customer a first sale's click brings, the
+// tracking log, the customer's conversion, the platform fee and the
+// commission. The brand webhooks of the round take one more statement
+// when the program has endpoints for them. Nothing is written before a
+// sale knows its answer, so a refusal leaves nothing behind. A sale that
+// would read what an earlier sale of its round writes (the same customer,
+// the click of a customer being created, the same transaction id) waits
+// for the next round, which reads it again: every sale sees the ones
+// before it, as if each had been written alone.
+
+func saleStatements(db *DB) *preparedStatements {
+	return newPreparedStatements(db, qSaleSnapshots, qWriteSales)
+}
+
+// saleItem is one sale through the write path, and what became of it.
+type saleItem struct {
+	sale ledger.Sale
+	// customerID is the customer the processor attributed the sale to (0:
+	// found by the sale's key or click).
+	customerID int64
+	now        time.Time
+	// fallback is how far the plan is lowered (ledger.SalePlan.Fallbacks)
+	// after its full write failed, of fallbacks possible.
+	fallback, fallbacks int
+	// base is a test sale's made-up transaction id; attempt counts the
+	// ids found taken.
+	base    string
+	attempt int
+	// clickResolved: the sale's click was read from the queue's record and
+	// written, and is not looked for there again.
+	clickResolved bool
+
+	// The outcome in the transaction, answered once it commits.
+	plan    ledger.SalePlan
+	outcome ledger.SaleOutcome
+	answer  error
+	msgs    []ledger.OutboxMessage
+	// err is the failure of the transaction that recorded the sale.
+	err error
+}
+
+// reset forgets an outcome: a transaction run again starts afresh.
+func (it *saleItem) reset() {
+	*it = saleItem{sale: it.sale, customerID: it.customerID, now: it.now, fallback: it.fallback,
+		base: it.base, attempt: it.attempt}
+}
+
+// answered is the call's answer.
+func (it *saleItem) answered() (*ledger.SaleResult, error) {
+	switch {
+	case it.err != nil:
+		return nil, it.err
+	case it.answer != nil:
+		return nil, it.answer
+	case it.outcome.Answer != nil:
+		return nil, it.outcome.Answer
+	}
+	return it.outcome.Result, nil
+}
+
+// writeFailed is a write statement Postgres refused (not a conflict, a
+// deadlock or a cancelled call): the sale is tried again alone, then with
+// its plan lowered.
+type writeFailed struct{ err error }
+
+func (e *writeFailed) Error() string { return "sale write: " + e.err.Error() }
+func (e *writeFailed) Unwrap() error { return e.err }
+
+// errClickCustomerRaced: a concurrent sale of the same click created its
+// customer first (and committed). The transaction is aborted; run again,
+// the sale finds that customer.
+var errClickCustomerRaced = errors.New("the click's customer was created by a concurrent sale")
+
+// recordSales records sales in tx, round by round, and leaves each one's
+// answer and outbox messages on it. An error rolls everything back.
+func (s *SaleService) recordSales(ctx context.Context, tx *sqlx.Tx, items []*saleItem) error {
+	for _, it := range items {
+		it.reset()
+	}
+	for round := items; len(round) > 0; {
+		snaps, err := s.readSnapshots(ctx, tx, round)
+		if err != nil {
+			return err
+		}
+		var planned, later []*saleItem
+		claimed := map[string]bool{}
+		for i, it := range round {
+			if snaps[i] == nil {
+				it.answer = notFound("program")
+				continue
+			}
+			if queued, err := s.resolveQueuedClick(ctx, tx, it, snaps[i]); err != nil {
+				return err
+			} else if queued {
+				later = append(later, it)
+				continue
+			}
+			plan := ledger.PlanSale(it.sale, *snaps[i], s.feePercent, it.now)
+			if plan.Refusal != nil {
+				it.answer = plan.Refusal
+				continue
+			}
+			fallbacks := plan.Fallbacks()
+			if it.fallbacks = len(fallbacks); it.fallback > 0 && it.fallbacks > 0 {
+				plan = fallbacks[min(it.fallback, it.fallbacks)-1]
+			}
+			if keys := writeKeys(plan); claims(claimed, keys) {
+				later = append(later, it)
+				continue
+			}
+			it.plan = plan
+			planned = append(planned, it)
+		}
+		retry, err := s.writePlanned(ctx, tx, planned)
+		if err != nil {
+			return err
+		}
+		round = append(later, retry...)
+	}
+	return nil
+}
+
+// writeKeys are what a planned sale writes that a later sale of its
+// round may read: its transaction id and its customer (or the click of
+// the customer it creates).
+func writeKeys(p ledger.SalePlan) []string {
+	keys := []string{"txn:" + p.Sale.TransactionID}
+	switch c := p.Customer; {
+	case c == nil:
+	case p.NewCustomer:
+		keys = append(keys, "click:"+c.ClickID)
+	default:
+		keys = append(keys, "customer:"+strconv.FormatInt(c.ID, 10))
+	}
+	return keys
+}
+
+// claims marks keys as claimed, unless one already is (and then marks
+// none).
+func claims(claimed map[string]bool, keys []string) bool {
+	for _, k := range keys {
+		if claimed[k] {
+			return true
+		}
+	}
+	for _, k := range keys {
+		claimed[k] = true
+	}
+	return false
+}
+
+// resolveQueuedClick writes the click of a sale whose click the edge
+// acknowledged but the clicks worker has not written yet (read from the
+// edge's record of it); the sale is then read again. It reports whether
+// it wrote one.
+func (s *SaleService) resolveQueuedClick(ctx context.Context, tx *sqlx.Tx, it *saleItem, snap *ledger.SaleSnapshot) (bool, error) {
+	if s.pending == nil || it.clickResolved || it.sale.IsTest || snap.Customer != nil || snap.Click != nil ||
+		snap.DuplicateOf != 0 || it.sale.ClickID == "" {
+		return false, nil
+	}
+	if _, ok := ledger.ClickTime(it.sale.ClickID); !ok {
+		return false, nil
+	}
+	it.clickResolved = true
+	c, err := s.pending.PendingClick(ctx, it.sale.ClickID)
+	if ledger.ErrorCode(err) == ledger.ENotFound {
+		return false, nil
+	} else if err != nil {
+		return false, err
+	}
+	return true, insertClick(ctx, tx, c)
+}
+
+// writePlanned writes the planned sales of a round and answers them; it
+// returns the test sales whose made-up id was taken, to try under the
+// next one.
+func (s *SaleService) writePlanned(ctx context.Context, tx *sqlx.Tx, planned []*saleItem) ([]*saleItem, error) {
+	if len(planned) == 0 {
+		return nil, nil
+	}
+	written, err := s.writeSales(ctx, tx, planned)
+	if err != nil {
+		return nil, err
+	}
+	var retry []*saleItem
+	var rows []outboxRow
+	var owners []*saleItem
+	for i, it := range planned {
+		out, err := it.plan.Outcome(written[i])
+		if err != nil {
+			return nil, err
+		}
+		if out.Taken {
+			it.attempt++
+			if next, ok := it.plan.WithTestID(it.base, it.attempt+1); ok {
+				it.sale.TransactionID = next.Sale.TransactionID
+				retry = append(retry, it)
+				continue
+			}
+			it.answer = duplicateOf(ctx, tx, it.plan.Sale.TransactionID)
+			if ledger.ErrorCode(it.answer) == "" {
+				return nil, it.answer
+			}
+			continue
+		}
+		it.outcome = out
+		for _, ev := range out.Events {
+			more, err := webhookRows(ev.Type, ev.Data, ev.Endpoints, it.now)
+			if err != nil {
+				return nil, err
+			}
+			rows = append(rows, more...)
+			for range more {
+				owners = append(owners, it)
+			}
+		}
+	}
+	msgs, err := insertOutboxRows(ctx, tx, rows, planned[0].now)
+	if err != nil {
+		return nil, err
+	}
+	for i, m := range msgs {
+		owners[i].msgs = append(owners[i].msgs, m)
+	}
+	return retry, nil
+}
+
+// duplicateOf is the 409 of a transaction id whose insert conflicted. The
+// conflicting sale is committed by then (an insert waits for the
+// transaction that holds the id), so a fresh statement reads its id.
+func duplicateOf(ctx context.Context, tx *sqlx.Tx, transactionID string) error {
+	var id int64
+	err := tx.QueryRowContext(ctx, `SELECT id FROM sales WHERE processor_event_id = $1`, transactionID).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("sale %q conflicted but cannot be read", transactionID)
+	} else if err != nil {
+		return err
+	}
+	return ledger.DuplicateSale(id)
 }

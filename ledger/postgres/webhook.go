@@ -280,9 +280,3 @@ func leadCreatedEvent(ctx context.Context, tx *sqlx.Tx, leadID int64, now time.T
 	d.SettledBy, d.OccurredAt, d.SettledAt = settledBy.String, ledger.FormatTime(occurred), ledger.FormatTime(settled.Time)
 	return brandEvent(ctx, tx, d.ProgramID, ledger.EventLeadCreated, d, now)
 }
-
-// refundEvent writes commission.reversed or commission.refunded for a
-// refund applied to a commission.
-func refundEvent(ctx context.Context, tx *sqlx.Tx, n ledger.RefundNotice, saleID, refundCents int64, now time.Time) ([]ledger.OutboxMessage, error) {
-	return brandEvent(ctx, tx, n.ProgramID, ledger.RefundEventType(n.Status), ledger.RefundEventData(n, saleID, refundCents), now)
-}
