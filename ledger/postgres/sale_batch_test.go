@@ -15,7 +15,7 @@ import (
 // left behind), the first sale of a click and a second sale of that click
 // (which finds the customer the first created, and its commission), one
 // naming nobody, and the first sale of a click whose partner is not in the
-// program (refused: its savepoint takes the click's customer back).
+// program (refused before anything of it is written).
 func TestSalesRecordedTogether(t *testing.T) {
 	b := setupLedger(t, "0")
 	ctx := context.Background()
