@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
-	"github.com/gofiber/fiber/v2/middleware/adaptor"
 
 	"github.com/partnertrack/partnertrack/ledger"
 )
@@ -28,19 +27,6 @@ const (
 	msgOpsToken    = "The queue dashboard requires the operator token (Bearer, or HTTP basic auth with the token as password)"
 	msgOpsReadOnly = "The queue dashboard is read-only (OPS_QUEUES_READONLY=true)"
 )
-
-// opsRoutes mounts /metrics (open: keep it behind the network boundary) and
-// the asynq dashboard at /ops/queues (operator token, security headers, no
-// cross-site changes), when configured.
-func (s *Server) opsRoutes() {
-	if s.metricsHandler != nil {
-		s.app.Get("/metrics", adaptor.HTTPHandler(s.metricsHandler))
-	}
-	if s.queuesHandler != nil {
-		s.app.Use(queuesPath, withStyle(defaultStyle), s.opsSecurityHeaders, s.requireOpsToken, s.opsSameOrigin, s.opsReadOnly,
-			adaptor.HTTPHandler(s.queuesHandler))
-	}
-}
 
 // withMetrics records every request once its response is final: by method,
 // route pattern (never the raw path) and status, with its duration.
