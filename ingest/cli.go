@@ -34,25 +34,6 @@ var (
 	cliChainStyle    = cliStyle("Failed to run synthetic chain")
 )
 
-// cliRoutes registers the CLI family: 60 requests a minute per API key or
-// login token (else per IP), shared by every route of the family.
-func (s *Server) cliRoutes() {
-	limit := s.rateLimit("cli", limitCLI, byToken)
-	login := s.requireSession(ledger.CLISession)
-	key := s.requireProgramKey(keyAuth{})
-	s.limitedRoute("POST", "/api/v1/cli/auth/start", withStyle(cliStartStyle), limit, s.cliAuthStart)
-	s.limitedRoute("POST", "/api/v1/cli/auth/confirm", withStyle(cliCallbackStyle), limit, s.cliAuthConfirm)
-	s.limitedRoute("POST", "/api/v1/cli/auth/callback", withStyle(cliCallbackStyle), limit, s.cliAuthCallback)
-	s.limitedRoute("GET", "/api/v1/cli/auth/poll", withStyle(cliPollStyle), limit, s.cliAuthPoll)
-	s.limitedRoute("POST", "/api/v1/cli/init", withStyle(cliInitStyle), limit, login, s.cliInit)
-	s.limitedRoute("GET", "/api/v1/cli/programs", withStyle(cliProgramsStyle), limit, login, s.cliPrograms)
-	s.limitedRoute("GET", "/api/v1/cli/status", withStyle(cliStatusStyle), s.withoutRequestIDBelow500, limit, key, s.cliStatus)
-	s.limitedRoute("POST", "/api/v1/cli/test-event", withStyle(cliTestStyle), limit, key, s.cliTestEvent)
-	s.limitedRoute("POST", "/api/v1/cli/stripe-connect", withStyle(cliStyle("Failed to connect Stripe")), limit, s.cliStripeConnect)
-	// The page the login link opens: same origin as the callback it posts.
-	s.limitedRoute("GET", "/cli/login", withStyle(defaultStyle), s.rateLimit("cli_page", limitCLI, byIP), s.cliLoginPage)
-}
-
 // cliLoginPath is where auth_url points.
 const cliLoginPath = "/cli/login"
 

@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"net/netip"
 	"strconv"
 	"testing"
 	"time"
@@ -132,7 +133,7 @@ func TestClientIP(t *testing.T) {
 
 	t.Run("trusted hops skipped from the right", func(t *testing.T) {
 		s := newTestServer(b.db, b.clock)
-		s.cfg.TrustedProxies, _ = ParseTrustedProxies("0.0.0.0/32, 10.0.0.0/8")
+		s.cfg.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("0.0.0.0/32"), netip.MustParsePrefix("10.0.0.0/8")}
 		s.app.Get("/test/ip", func(c *fiber.Ctx) error { return c.SendString(s.clientIP(c)) })
 		r := do(t, s.App(), req{"GET", "/test/ip", nil, map[string]string{"X-Forwarded-For": "6.6.6.6, 198.51.100.4, 10.1.2.3"}})
 		if string(r.Raw) != "198.51.100.4" {

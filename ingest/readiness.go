@@ -18,15 +18,6 @@ var (
 	sourcesStyle   = errorStyle{typed: true, retryAfter: 10, internalMessage: "Failed to compute analytics sources. Retry shortly."}
 )
 
-// programMeRoutes registers the routes of the key's own program.
-func (s *Server) programMeRoutes() {
-	key := s.requireProgramKey(keyAuth{typed: true})
-	s.limitedRoute("GET", "/api/v1/programs/me/readiness", withStyle(readinessStyle),
-		s.rateLimit("readiness", limitReadiness, byToken), key, s.readiness)
-	s.limitedRoute("GET", "/api/v1/programs/me/analytics/sources", withStyle(sourcesStyle),
-		s.rateLimit("sources", limitSources, byToken), key, s.analyticsSources)
-}
-
 // timeOrNull renders a time, or JSON null.
 func timeOrNull(t *time.Time) any {
 	if t == nil {

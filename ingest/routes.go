@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/adaptor"
 
 	"github.com/partnertrack/partnertrack/ledger"
 )
@@ -35,6 +36,19 @@ func (s *Server) routes() {
 	s.cliRoutes()
 	s.programMeRoutes()
 	s.processorRoutes()
+}
+
+// opsRoutes mounts /metrics (open: keep it behind the network boundary) and
+// the asynq dashboard at /ops/queues (operator token, security headers, no
+// cross-site changes), when configured.
+func (s *Server) opsRoutes() {
+	if s.metricsHandler != nil {
+		s.app.Get("/metrics", adaptor.HTTPHandler(s.metricsHandler))
+	}
+	if s.queuesHandler != nil {
+		s.app.Use(queuesPath, withStyle(defaultStyle), s.opsSecurityHeaders, s.requireOpsToken, s.opsSameOrigin, s.opsReadOnly,
+			adaptor.HTTPHandler(s.queuesHandler))
+	}
 }
 
 // processorRoutes receive payment-processor events: Stripe Connect events
@@ -113,6 +127,34 @@ func (s *Server) operatorRoutes() {
 	op.Get("/partners/:id/notifications", s.opPartnerNotifications)
 	op.Get("/withdrawals/:id", s.opWithdrawal)
 	op.Post("/withdrawals/:id/mark-paid", s.opMarkWithdrawalPaid)
+}
+
+// cliRoutes registers the CLI family: 60 requests a minute per API key or
+// login token (else per IP), shared by every route of the family.
+func (s *Server) cliRoutes() {
+	limit := s.rateLimit("cli", limitCLI, byToken)
+	login := s.requireSession(ledger.CLISession)
+	key := s.requireProgramKey(keyAuth{})
+	s.limitedRoute("POST", "/api/v1/cli/auth/start", withStyle(cliStartStyle), limit, s.cliAuthStart)
+	s.limitedRoute("POST", "/api/v1/cli/auth/confirm", withStyle(cliCallbackStyle), limit, s.cliAuthConfirm)
+	s.limitedRoute("POST", "/api/v1/cli/auth/callback", withStyle(cliCallbackStyle), limit, s.cliAuthCallback)
+	s.limitedRoute("GET", "/api/v1/cli/auth/poll", withStyle(cliPollStyle), limit, s.cliAuthPoll)
+	s.limitedRoute("POST", "/api/v1/cli/init", withStyle(cliInitStyle), limit, login, s.cliInit)
+	s.limitedRoute("GET", "/api/v1/cli/programs", withStyle(cliProgramsStyle), limit, login, s.cliPrograms)
+	s.limitedRoute("GET", "/api/v1/cli/status", withStyle(cliStatusStyle), s.withoutRequestIDBelow500, limit, key, s.cliStatus)
+	s.limitedRoute("POST", "/api/v1/cli/test-event", withStyle(cliTestStyle), limit, key, s.cliTestEvent)
+	s.limitedRoute("POST", "/api/v1/cli/stripe-connect", withStyle(cliStyle("Failed to connect Stripe")), limit, s.cliStripeConnect)
+	// The page the login link opens: same origin as the callback it posts.
+	s.limitedRoute("GET", "/cli/login", withStyle(defaultStyle), s.rateLimit("cli_page", limitCLI, byIP), s.cliLoginPage)
+}
+
+// programMeRoutes registers the routes of the key's own program.
+func (s *Server) programMeRoutes() {
+	key := s.requireProgramKey(keyAuth{typed: true})
+	s.limitedRoute("GET", "/api/v1/programs/me/readiness", withStyle(readinessStyle),
+		s.rateLimit("readiness", limitReadiness, byToken), key, s.readiness)
+	s.limitedRoute("GET", "/api/v1/programs/me/analytics/sources", withStyle(sourcesStyle),
+		s.rateLimit("sources", limitSources, byToken), key, s.analyticsSources)
 }
 
 // Route styles of the tracking endpoints.

@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/shopspring/decimal"
-
-	"github.com/partnertrack/partnertrack/ledger/stripetest"
 )
 
 // TestAmountCeiling: a sale or refund amount above MaxAmountCents is
@@ -92,29 +90,6 @@ func TestClampMinor(t *testing.T) {
 		if got := ClampMinor(decimal.RequireFromString(tc.in)); got != tc.want {
 			t.Fatalf("ClampMinor(%s) = %d, want %d", tc.in, got, tc.want)
 		}
-	}
-}
-
-// TestProcessorAmountAboveTheCeiling: a Stripe payment above the ceiling
-// is skipped with its reason instead of being recorded as a sale.
-func TestProcessorAmountAboveTheCeiling(t *testing.T) {
-	acct := "acct_1SZwOrPBUlX7cw67"
-	for _, tc := range []struct {
-		desc  string
-		event *stripetest.Event
-		skip  string
-	}{
-		{"CheckoutAtTheCeiling", stripetest.CheckoutCompleted(acct).Set("amount_total", MaxAmountCents), ""},
-		{"CheckoutAbove", stripetest.CheckoutCompleted(acct).Set("amount_total", MaxAmountCents+1), SkipAboveCeiling},
-		{"InvoiceAbove", stripetest.InvoicePaid("invoice.paid", acct, "in_1", "sub_1", "cus_1").
-			Set("amount_paid", int64(math.MaxInt64)), SkipAboveCeiling},
-	} {
-		t.Run(tc.desc, func(t *testing.T) {
-			e, err := DecodeStripeEvent(tc.event.Payload())
-			if err != nil || e.Skip != tc.skip {
-				t.Fatalf("skip = %q, %v; want %q", e.Skip, err, tc.skip)
-			}
-		})
 	}
 }
 

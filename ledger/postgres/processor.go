@@ -13,6 +13,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/partnertrack/partnertrack/ledger"
+	"github.com/partnertrack/partnertrack/ledger/stripe"
 )
 
 // ProcessorService implements ledger.ProcessorInbox (the edge stores and
@@ -187,7 +188,7 @@ func (p *ProcessorService) handle(ctx context.Context, tx *sqlx.Tx, eventID stri
 	} else if err != nil {
 		return err
 	}
-	ev, err := ledger.DecodeStripeEvent([]byte(row.Payload))
+	ev, err := stripe.DecodeEvent([]byte(row.Payload))
 	if err != nil {
 		return err
 	}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/shopspring/decimal"
 
-	"github.com/partnertrack/partnertrack/ingest"
 	"github.com/partnertrack/partnertrack/ledger/secretbox"
 )
 
@@ -85,7 +84,7 @@ func Load(getenv func(string) string) (Config, error) {
 	if u, err := url.Parse(c.PublicBaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		errs = append(errs, errors.New("PUBLIC_BASE_URL must be an absolute http(s) URL"))
 	}
-	proxies, err := ingest.ParseTrustedProxies(getenv("TRUSTED_PROXIES"))
+	proxies, err := ParseTrustedProxies(getenv("TRUSTED_PROXIES"))
 	if err != nil {
 		errs = append(errs, fmt.Errorf("TRUSTED_PROXIES must be comma-separated CIDRs: %v", err))
 	}

@@ -5,20 +5,15 @@ import (
 	"encoding/base64"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/gofiber/fiber/v2"
-	"github.com/gofiber/fiber/v2/middleware/adaptor"
 
 	"github.com/partnertrack/partnertrack/ledger"
 )
 
-// Operating the service: Prometheus metrics and the asynq dashboard.
-
-// RequestObserver records answered requests (Prometheus, in cmd).
-type RequestObserver interface {
-	ObserveRequest(method, route string, status int, d time.Duration)
-}
+// The asynq dashboard at /ops/queues (mounted in routes.go) is guarded by
+// the operator token and is read-only unless configured otherwise; its
+// security headers are in security.go.
 
 // queuesPath is where the asynq dashboard is mounted.
 const queuesPath = "/ops/queues"
@@ -28,55 +23,6 @@ const (
 	msgOpsToken    = "The queue dashboard requires the operator token (Bearer, or HTTP basic auth with the token as password)"
 	msgOpsReadOnly = "The queue dashboard is read-only (OPS_QUEUES_READONLY=true)"
 )
-
-// opsRoutes mounts /metrics (open: keep it behind the network boundary) and
-// the asynq dashboard at /ops/queues (operator token, security headers, no
-// cross-site changes), when configured.
-func (s *Server) opsRoutes() {
-	if s.metricsHandler != nil {
-		s.app.Get("/metrics", adaptor.HTTPHandler(s.metricsHandler))
-	}
-	if s.queuesHandler != nil {
-		s.app.Use(queuesPath, withStyle(defaultStyle), s.opsSecurityHeaders, s.requireOpsToken, s.opsSameOrigin, s.opsReadOnly,
-			adaptor.HTTPHandler(s.queuesHandler))
-	}
-}
-
-// withMetrics records every request once its response is final: by method,
-// route pattern (never the raw path) and status, with its duration.
-func (s *Server) withMetrics(c *fiber.Ctx) error {
-	if s.requests == nil {
-		return c.Next()
-	}
-	start := time.Now()
-	if err := c.Next(); err != nil {
-		// An error that reached here (a recovered panic) is rendered now,
-		// so that the status recorded is the one the client gets.
-		if herr := s.app.Config().ErrorHandler(c, err); herr != nil {
-			c.Status(fiber.StatusInternalServerError)
-		}
-	}
-	status := c.Response().StatusCode()
-	route := c.Route().Path
-	if status == fiber.StatusNotFound && route == "/" {
-		route = "unmatched" // only the global middleware ran
-	}
-	s.requests.ObserveRequest(methodLabel(c.Method()), route, status, time.Since(start))
-	return nil
-}
-
-// methodLabel names a request method with a constant string: fiber's
-// c.Method() points into a buffer reused by the next request, and an
-// unknown method must not make a series of its own.
-func methodLabel(m string) string {
-	for _, known := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut,
-		http.MethodPatch, http.MethodDelete, http.MethodOptions} {
-		if m == known {
-			return known
-		}
-	}
-	return "OTHER"
-}
 
 // requireOpsToken guards the asynq dashboard with the operator token, as a
 // bearer token or as the password of HTTP basic auth (any user name), so

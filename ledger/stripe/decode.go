@@ -1,75 +1,60 @@
-package ledger
+// Package stripe is the ledger's Stripe adapter: it reads a Stripe event
+// with stripe-go's typed objects, of current and older API versions, and
+// says what it means for the ledger (a ledger.PaymentEvent), so that
+// package ledger does not import the Stripe SDK. Inside this package the
+// name stripe is the SDK.
+package stripe
 
 import (
 	"encoding/json"
 	"sort"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/stripe/stripe-go/v86"
+
+	"github.com/partnertrack/partnertrack/ledger"
 )
 
-// Stripe event types the service acts on. Any other type is stored and
-// skipped.
-const (
-	StripeCheckoutCompleted    = string(stripe.EventTypeCheckoutSessionCompleted)
-	StripeCheckoutAsyncPaid    = string(stripe.EventTypeCheckoutSessionAsyncPaymentSucceeded)
-	StripeInvoicePaid          = string(stripe.EventTypeInvoicePaid)
-	StripeInvoicePaymentOK     = string(stripe.EventTypeInvoicePaymentSucceeded)
-	StripeInvoicePaymentPaid   = string(stripe.EventTypeInvoicePaymentPaid)
-	StripeChargeRefunded       = string(stripe.EventTypeChargeRefunded)
-	stripeSubscriptionCreation = "subscription_create"
-)
+// subscriptionCreation is the billing_reason of a subscription's first
+// invoice.
+const subscriptionCreation = "subscription_create"
 
-// Why a Stripe event of a handled type asks for nothing.
-const (
-	SkipUnhandledType      = "event type not handled"
-	SkipUnpaidCheckout     = "checkout not paid yet: the sale is recorded from checkout.session.async_payment_succeeded"
-	SkipCheckoutMode       = "checkout in setup mode: no payment"
-	SkipNothingPaid        = "nothing was paid"
-	SkipNotSubscription    = "invoice of no subscription: one-time payments are recorded from checkout.session.completed"
-	SkipInvoicePaymentOpen = "invoice payment not paid"
-	SkipNoRefund           = "charge has no refunded amount"
-	SkipAboveCeiling       = "amount above the ceiling of 1000000000000 minor units: not recorded"
-)
-
-// DecodeStripeEvent reads a Stripe event exactly as it was signed and works
+// DecodeEvent reads a Stripe event exactly as it was signed and works
 // out what it means. Connected accounts send events in their own API
 // versions: invoices of current versions carry their subscription under
 // parent.subscription_details and their payments under payments.data[],
 // older ones carry subscription, subscription_details, payment_intent and
-// charge at the top level; both are read. Errors: EInvalid when the event
-// or its object cannot be decoded.
-func DecodeStripeEvent(payload []byte) (*PaymentEvent, error) {
+// charge at the top level; both are read. Errors: ledger.EInvalid when
+// the event or its object cannot be decoded.
+func DecodeEvent(payload []byte) (*ledger.PaymentEvent, error) {
 	var ev stripe.Event
 	if err := json.Unmarshal(payload, &ev); err != nil {
-		return nil, Errorf(EInvalid, "undecodable Stripe event: %v", err)
+		return nil, ledger.Errorf(ledger.EInvalid, "undecodable Stripe event: %v", err)
 	}
 	if ev.ID == "" || ev.Type == "" || ev.Data == nil || len(ev.Data.Raw) == 0 {
-		return nil, NewError(EInvalid, "undecodable Stripe event: id, type or data.object missing")
+		return nil, ledger.NewError(ledger.EInvalid, "undecodable Stripe event: id, type or data.object missing")
 	}
-	e := &PaymentEvent{EventID: ev.ID, Type: string(ev.Type), Created: unixTime(ev.Created), Livemode: ev.Livemode}
+	e := &ledger.PaymentEvent{EventID: ev.ID, Type: string(ev.Type), Created: unixTime(ev.Created), Livemode: ev.Livemode}
 	var err error
 	switch e.Type {
-	case StripeCheckoutCompleted, StripeCheckoutAsyncPaid:
-		err = e.decodeCheckout(ev.Data.Raw)
-	case StripeInvoicePaid, StripeInvoicePaymentOK:
-		err = e.decodeInvoice(ev.Data.Raw)
-	case StripeInvoicePaymentPaid:
-		err = e.decodeInvoicePayment(ev.Data.Raw)
-	case StripeChargeRefunded:
-		err = e.decodeCharge(ev.Data.Raw)
+	case ledger.StripeCheckoutCompleted, ledger.StripeCheckoutAsyncPaid:
+		err = decodeCheckout(e, ev.Data.Raw)
+	case ledger.StripeInvoicePaid, ledger.StripeInvoicePaymentOK:
+		err = decodeInvoice(e, ev.Data.Raw)
+	case ledger.StripeInvoicePaymentPaid:
+		err = decodeInvoicePayment(e, ev.Data.Raw)
+	case ledger.StripeChargeRefunded:
+		err = decodeCharge(e, ev.Data.Raw)
 	default:
-		e.Skip = SkipUnhandledType
+		e.Skip = ledger.SkipUnhandledType
 	}
 	if err != nil {
-		return nil, Errorf(EInvalid, "undecodable %s object: %v", e.Type, err)
+		return nil, ledger.Errorf(ledger.EInvalid, "undecodable %s object: %v", e.Type, err)
 	}
 	// The sale endpoint refuses such an amount; a processor event cannot be
 	// refused, so it is skipped with the reason in its outcome.
-	if e.Action == ActionSale && e.Skip == "" && e.AmountCents > MaxAmountCents {
-		e.Skip = SkipAboveCeiling
+	if e.Action == ledger.ActionSale && e.Skip == "" && e.AmountCents > ledger.MaxAmountCents {
+		e.Skip = ledger.SkipAboveCeiling
 	}
 	return e, nil
 }
@@ -81,7 +66,7 @@ func unixTime(s int64) time.Time {
 	return time.Unix(s, 0).UTC()
 }
 
-func (e *PaymentEvent) decodeCheckout(raw json.RawMessage) error {
+func decodeCheckout(e *ledger.PaymentEvent, raw json.RawMessage) error {
 	var s stripe.CheckoutSession
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return err
@@ -104,20 +89,20 @@ func (e *PaymentEvent) decodeCheckout(raw json.RawMessage) error {
 	}
 	switch s.Mode {
 	case stripe.CheckoutSessionModeSubscription:
-		e.Action = ActionSubscriptionCheckout
+		e.Action = ledger.ActionSubscriptionCheckout
 		if s.Subscription != nil {
 			e.SubscriptionID = s.Subscription.ID
 		}
 	case stripe.CheckoutSessionModePayment:
-		e.Action, e.SaleType = ActionSale, SaleTypePayment
+		e.Action, e.SaleType = ledger.ActionSale, ledger.SaleTypePayment
 		switch {
 		case s.PaymentStatus == stripe.CheckoutSessionPaymentStatusNoPaymentRequired || s.AmountTotal <= 0:
-			e.Skip = SkipNothingPaid
+			e.Skip = ledger.SkipNothingPaid
 		case s.PaymentStatus != stripe.CheckoutSessionPaymentStatusPaid:
-			e.Skip = SkipUnpaidCheckout
+			e.Skip = ledger.SkipUnpaidCheckout
 		}
 	default:
-		e.Skip = SkipCheckoutMode
+		e.Skip = ledger.SkipCheckoutMode
 	}
 	return nil
 }
@@ -133,7 +118,7 @@ type legacyInvoice struct {
 	Charge        *stripe.Charge        `json:"charge"`
 }
 
-func (e *PaymentEvent) decodeInvoice(raw json.RawMessage) error {
+func decodeInvoice(e *ledger.PaymentEvent, raw json.RawMessage) error {
 	var in stripe.Invoice
 	if err := json.Unmarshal(raw, &in); err != nil {
 		return err
@@ -142,7 +127,7 @@ func (e *PaymentEvent) decodeInvoice(raw json.RawMessage) error {
 	if err := json.Unmarshal(raw, &old); err != nil {
 		return err
 	}
-	e.Action, e.SaleType = ActionSale, SaleTypeSubscription
+	e.Action, e.SaleType = ledger.ActionSale, ledger.SaleTypeSubscription
 	e.TransactionID = in.ID
 	e.AmountCents = in.AmountPaid
 	e.Currency = string(in.Currency)
@@ -182,12 +167,12 @@ func (e *PaymentEvent) decodeInvoice(raw json.RawMessage) error {
 	}
 	// The first payment of a subscription is not a recurring one; every
 	// later invoice (renewals, updates) is.
-	e.IsRecurring = in.BillingReason != stripeSubscriptionCreation
+	e.IsRecurring = in.BillingReason != subscriptionCreation
 	switch {
 	case e.SubscriptionID == "":
-		e.Skip = SkipNotSubscription
+		e.Skip = ledger.SkipNotSubscription
 	case in.AmountPaid <= 0:
-		e.Skip = SkipNothingPaid
+		e.Skip = ledger.SkipNothingPaid
 	}
 	return nil
 }
@@ -205,28 +190,28 @@ func invoicePaymentID(p *stripe.InvoicePayment) string {
 	return ""
 }
 
-func (e *PaymentEvent) decodeInvoicePayment(raw json.RawMessage) error {
+func decodeInvoicePayment(e *ledger.PaymentEvent, raw json.RawMessage) error {
 	var p stripe.InvoicePayment
 	if err := json.Unmarshal(raw, &p); err != nil {
 		return err
 	}
-	e.Action = ActionInvoicePayment
+	e.Action = ledger.ActionInvoicePayment
 	if p.Invoice != nil {
 		e.TransactionID = p.Invoice.ID
 	}
 	e.PaymentID = invoicePaymentID(&p)
 	if p.Status != "paid" || e.TransactionID == "" || e.PaymentID == "" {
-		e.Skip = SkipInvoicePaymentOpen
+		e.Skip = ledger.SkipInvoicePaymentOpen
 	}
 	return nil
 }
 
-func (e *PaymentEvent) decodeCharge(raw json.RawMessage) error {
+func decodeCharge(e *ledger.PaymentEvent, raw json.RawMessage) error {
 	var c stripe.Charge
 	if err := json.Unmarshal(raw, &c); err != nil {
 		return err
 	}
-	e.Action = ActionRefund
+	e.Action = ledger.ActionRefund
 	e.ChargeID = c.ID
 	e.Currency = string(c.Currency)
 	e.AmountCents = c.Amount
@@ -246,63 +231,14 @@ func (e *PaymentEvent) decodeCharge(raw json.RawMessage) error {
 				r.Status == stripe.RefundStatusFailed || r.Status == stripe.RefundStatusCanceled {
 				continue
 			}
-			e.Refunds = append(e.Refunds, ProcessorRefund{ID: r.ID, AmountCents: r.Amount,
+			e.Refunds = append(e.Refunds, ledger.ProcessorRefund{ID: r.ID, AmountCents: r.Amount,
 				Currency: string(r.Currency), Reason: string(r.Reason), Created: unixTime(r.Created)})
 		}
 		// Stripe lists the newest first; apply the oldest first.
 		sort.SliceStable(e.Refunds, func(i, j int) bool { return e.Refunds[i].Created.Before(e.Refunds[j].Created) })
 	}
 	if c.AmountRefunded <= 0 {
-		e.Skip = SkipNoRefund
+		e.Skip = ledger.SkipNoRefund
 	}
 	return nil
-}
-
-// RefundStep is one refund a refund event applies: an amount with the id
-// that makes it idempotent.
-type RefundStep struct {
-	RefundID    string
-	AmountCents int64
-	Reason      string
-}
-
-// PlanProcessorRefunds works out the refunds a refund event applies, given
-// how much processor refunds already applied to the sale. Each listed
-// refund is applied under its own id, at most up to the charge's
-// cumulative amount_refunded; what the list does not explain (current API
-// versions list no refunds) is applied as one refund whose id names the
-// charge and the cumulative amount, so a redelivered or older event
-// applies nothing twice, whatever order events arrive in.
-func PlanProcessorRefunds(e *PaymentEvent, alreadyApplied int64, known func(refundID string) bool) []RefundStep {
-	left := e.AmountRefunded - alreadyApplied
-	var steps []RefundStep
-	for _, r := range e.Refunds {
-		if left <= 0 {
-			break
-		}
-		if known(r.ID) {
-			continue
-		}
-		amount := min(r.AmountCents, left)
-		steps = append(steps, RefundStep{RefundID: r.ID, AmountCents: amount, Reason: refundReason(r.Reason)})
-		left -= amount
-	}
-	if left > 0 {
-		steps = append(steps, RefundStep{RefundID: CumulativeRefundID(e.ChargeID, e.AmountRefunded),
-			AmountCents: left, Reason: ReasonRefund})
-	}
-	return steps
-}
-
-// CumulativeRefundID is the refund id of the part of a charge's refunds
-// that no listed refund explains.
-func CumulativeRefundID(chargeID string, amountRefunded int64) string {
-	return chargeID + ":refunded:" + strconv.FormatInt(amountRefunded, 10)
-}
-
-func refundReason(r string) string {
-	if r = strings.TrimSpace(r); r != "" {
-		return r
-	}
-	return ReasonRefund
 }
