@@ -128,7 +128,10 @@ func Run(ctx context.Context, cfg Config) (doc Document, err error) {
 				"was already using the two cores, and the figures are lower and noisier than on an idle machine.", loadStart))
 		}
 	}()
-	if cfg.Quick {
+	switch {
+	case cfg.Quick && cfg.Only != "":
+		b.note("BENCH_QUICK: short phases; a smoke check of the bench, not a measurement.")
+	case cfg.Quick:
 		b.note("BENCH_QUICK: short phases and %d listing clicks; a smoke check of the bench, not a measurement.", b.p.listingClicks)
 	}
 	steps := []struct {
