@@ -65,18 +65,29 @@ fuzz:
 # docs/performance.md. A missed target still exits 0 (the report is the
 # result); a broken run does not. BENCH_QUICK=1 runs short phases as a
 # smoke check (it writes nothing). Not part of make test.
-# BENCH_ONLY=redis-kill runs that one phase alone and prints its row and
-# target (it writes nothing).
+# BENCH_ONLY runs some phases alone and prints their rows, targets and
+# notes (it writes nothing; BENCH_QUICK=1 shortens them too):
+#   BENCH_ONLY=redis-kill  the clicks through a Redis kill;
+#   BENCH_ONLY=money       the raw sale transaction, sales at max and at
+#                          1 k/s, refunds at max and at 1 k/s.
+# BENCH_EDGE_BIN and BENCH_WORKER_BIN measure binaries built from another
+# checkout instead (the database is migrated by this checkout's
+# partnerctl), to compare old and new code on the same machine in the
+# same hour, e.g.
+#   make bench BENCH_ONLY=money BENCH_EDGE_BIN=../old/bin/edge BENCH_WORKER_BIN=../old/bin/worker
 BENCH_QUICK ?=
 BENCH_ONLY ?=
+BENCH_EDGE_BIN ?=
+BENCH_WORKER_BIN ?=
+BENCH_BINS = $(if $(BENCH_EDGE_BIN),--edge-bin $(BENCH_EDGE_BIN)) $(if $(BENCH_WORKER_BIN),--worker-bin $(BENCH_WORKER_BIN))
 bench:
 	$(GO) build -o $(BIN)/loadgen ./cmd/loadgen
 ifneq ($(BENCH_ONLY),)
-	$(BIN)/loadgen bench --only $(BENCH_ONLY) $(if $(BENCH_QUICK),--quick)
+	$(BIN)/loadgen bench --only $(BENCH_ONLY) $(if $(BENCH_QUICK),--quick) $(BENCH_BINS)
 else ifeq ($(BENCH_QUICK),)
-	$(BIN)/loadgen bench --command "make bench" --write docs/performance.md
+	$(BIN)/loadgen bench --command "make bench" --write docs/performance.md $(BENCH_BINS)
 else
-	$(BIN)/loadgen bench --quick --command "make bench BENCH_QUICK=1"
+	$(BIN)/loadgen bench --quick --command "make bench BENCH_QUICK=1" $(BENCH_BINS)
 endif
 
 # Go micro-benchmarks of the hot paths, in every package that has some.

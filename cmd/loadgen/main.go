@@ -9,6 +9,11 @@
 // connections go. bench measures the HTTP ceilings, the raw sale
 // transaction and the real edge and worker binaries, and prints and
 // writes every figure as a ratio to its ceiling.
+//
+//	loadgen bench --only money --edge-bin ../old/bin/edge --worker-bin ../old/bin/worker
+//
+// runs the sale and refund phases alone against binaries built from
+// another checkout (an old-vs-new comparison) and writes nothing.
 package main
 
 import (
@@ -16,6 +21,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -24,7 +30,7 @@ import (
 
 	"github.com/partnertrack/partnertrack/cmd/loadgen/internal/bench"
 	"github.com/partnertrack/partnertrack/cmd/loadgen/internal/ceiling"
-	"github.com/partnertrack/partnertrack/cmd/loadgen/internal/single"
+	"github.com/partnertrack/partnertrack/cmd/loadgen/internal/drive"
 )
 
 func main() {
@@ -45,7 +51,7 @@ func envOr(name, def string) string {
 }
 
 func runCmd() *cobra.Command {
-	o := single.Options{Out: os.Stdout}
+	o := drive.KindOptions{Out: os.Stdout}
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Drive one kind of request against a running edge",
@@ -53,13 +59,13 @@ func runCmd() *cobra.Command {
 			if o.OperatorToken == "" {
 				return fmt.Errorf("the operator token is required (--operator-token or OPERATOR_TOKEN)")
 			}
-			return single.Run(cmd.Context(), o)
+			return drive.RunKind(cmd.Context(), o)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Addr, "addr", "127.0.0.1:8080", "the edge (host:port); it must trust 127.0.0.1 in TRUSTED_PROXIES for clicks and leads to spread over client addresses")
 	f.StringVar(&o.OperatorToken, "operator-token", os.Getenv("OPERATOR_TOKEN"), "the edge's OPERATOR_TOKEN")
-	f.StringVar(&o.Kind, "kind", "click", "what to send: "+strings.Join(single.Kinds, ", "))
+	f.StringVar(&o.Kind, "kind", "click", "what to send: "+strings.Join(drive.Kinds, ", "))
 	f.Float64Var(&o.Rate, "rate", 0, "requests per second (0: as fast as --conns go)")
 	f.IntVar(&o.Conns, "conns", 0, "connections (default 64 at max, sized for the rate otherwise)")
 	f.DurationVar(&o.Duration, "duration", 10*time.Second, "how long to send")
@@ -84,7 +90,7 @@ func benchCmd() *cobra.Command {
 			}
 			cfg.Self = self
 			if cfg.Only != "" && write != "" {
-				return fmt.Errorf("--only measures one phase: it does not write %s", write)
+				return fmt.Errorf("--only measures some phases: it does not write %s", write)
 			}
 			doc, err := bench.Run(cmd.Context(), cfg)
 			if err != nil {
@@ -106,9 +112,21 @@ func benchCmd() *cobra.Command {
 	f.BoolVar(&cfg.Quick, "quick", false, "short phases: a smoke check of the bench, not a measurement")
 	f.IntVar(&cfg.Conns, "conns", 64, "connections of the max runs")
 	f.StringVar(&cfg.Command, "command", "loadgen bench", "the command recorded in the written document")
-	f.StringVar(&cfg.Only, "only", "", "run one phase alone and print its row and target: redis-kill")
+	f.StringVar(&cfg.Only, "only", "", "run some phases alone and print their rows and targets (writes nothing): "+strings.Join(onlyNames(), ", "))
+	f.StringVar(&cfg.EdgeBin, "edge-bin", os.Getenv("BENCH_EDGE_BIN"), "measure this edge binary instead of building ./cmd/edge (one built from another checkout, to compare)")
+	f.StringVar(&cfg.WorkerBin, "worker-bin", os.Getenv("BENCH_WORKER_BIN"), "measure this worker binary instead of building ./cmd/worker")
 	f.StringVar(&write, "write", "", "write the results as Markdown to this file (docs/performance.md)")
 	return cmd
+}
+
+// onlyNames are the values of --only, sorted.
+func onlyNames() []string {
+	names := make([]string, 0, len(bench.Phases))
+	for name := range bench.Phases {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
 }
 
 // ceilingCmd serves one HTTP ceiling; the bench starts it as a child.

@@ -1,7 +1,8 @@
 // Package faulttest runs the service's real binaries, and Redis and
 // Postgres servers of a test's own, so that reliability tests can stop,
 // kill and restart any of them. It is test support: no production code
-// imports it.
+// imports it. It wraps cmd/internal/proc (which the bench shares) with
+// the test's failure and cleanup.
 //
 // Everything it starts binds 127.0.0.1 only and is stopped by the test's
 // cleanup (and, on Linux, killed with the test process if that dies
@@ -16,39 +17,21 @@
 //     runs postgres in the foreground; Stop and Start simulate a restart.
 //   - [Build] compiles the edge and worker binaries once per test binary;
 //     [StartProcess] runs one with an environment, captures its JSON logs
-//     (stderr) and signals or kills it.
+//     and signals or kills it.
 package faulttest
 
 import (
-	"fmt"
-	"net"
 	"testing"
-	"time"
+
+	"github.com/partnertrack/partnertrack/cmd/internal/proc"
 )
 
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
 func FreePort(tb testing.TB) int {
 	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := proc.FreePort()
 	if err != nil {
 		tb.Fatalf("faulttest: free port: %v", err)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
-// waitFor polls check every 50 ms until it returns nil or timeout passes,
-// and returns its last error.
-func waitFor(timeout time.Duration, check func() error) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		err := check()
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("after %s: %w", timeout, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	return port
 }

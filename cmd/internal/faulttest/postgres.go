@@ -1,7 +1,6 @@
 package faulttest
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
@@ -18,6 +17,7 @@ import (
 
 	_ "github.com/lib/pq" // the postgres driver
 
+	"github.com/partnertrack/partnertrack/cmd/internal/proc"
 	"github.com/partnertrack/partnertrack/migrations"
 )
 
@@ -30,12 +30,10 @@ type Postgres struct {
 	bin  string
 	cred *syscall.Credential
 
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{}
-
-	logMu sync.Mutex
-	logs  bytes.Buffer
+	mu sync.Mutex
+	p  *proc.Process // nil while stopped
+	// logs is what the server logged since it last started.
+	logs *proc.Logs
 }
 
 // StartPostgres creates and starts a cluster, stopped when the test ends.
@@ -71,11 +69,14 @@ func StartPostgres(tb testing.TB) *Postgres {
 			tb.Fatal(err)
 		}
 	}
-	initdb := exec.Command(filepath.Join(p.bin, "initdb"), "-D", p.Dir, "-U", "postgres",
-		"--auth=trust", "--no-sync", "--encoding=UTF8", "--locale=C")
-	bindToTest(initdb, p.cred)
-	if out, err := initdb.CombinedOutput(); err != nil {
-		tb.Fatalf("faulttest: initdb: %v\n%s", err, out)
+	initdb, err := proc.Start("initdb", filepath.Join(p.bin, "initdb"), proc.Options{Inherit: true, Cred: p.cred,
+		Args: []string{"-D", p.Dir, "-U", "postgres", "--auth=trust", "--no-sync", "--encoding=UTF8", "--locale=C"}})
+	if err != nil {
+		tb.Fatalf("faulttest: %v", err)
+	}
+	if code, err := initdb.Wait(2 * time.Minute); err != nil || code != 0 {
+		initdb.Kill()
+		tb.Fatalf("faulttest: initdb: exit %d, %v\n%s", code, err, initdb.Logs.Text())
 	}
 	tb.Cleanup(func() { p.stop(syscall.SIGQUIT) })
 	p.Start(tb)
@@ -89,7 +90,7 @@ func postgresBinDir() (string, error) {
 	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
 	sort.Slice(dirs, func(i, j int) bool { return pgVersion(dirs[i]) > pgVersion(dirs[j]) })
 	for _, d := range dirs {
-		if fileExists(filepath.Join(d, "initdb")) {
+		if _, err := os.Stat(filepath.Join(d, "initdb")); err == nil {
 			return d, nil
 		}
 	}
@@ -115,15 +116,11 @@ func (p *Postgres) CreateDatabase(tb testing.TB, name string) string {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	admin, err := sql.Open("postgres", p.URL("postgres"))
+	url, err := proc.CreateDB(ctx, p.URL("postgres"), name)
 	if err != nil {
-		tb.Fatal(err)
+		tb.Fatalf("faulttest: %v", err)
 	}
-	defer admin.Close()
-	if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+name); err != nil {
-		tb.Fatalf("faulttest: create database %s: %v", name, err)
-	}
-	db, err := sql.Open("postgres", p.URL(name))
+	db, err := sql.Open("postgres", url)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -131,7 +128,7 @@ func (p *Postgres) CreateDatabase(tb testing.TB, name string) string {
 	if err := migrations.Up(ctx, db, nil); err != nil {
 		tb.Fatalf("faulttest: migrate %s: %v", name, err)
 	}
-	return p.URL(name)
+	return url
 }
 
 // Start starts the server (again) and waits until it accepts connections.
@@ -139,40 +136,30 @@ func (p *Postgres) Start(tb testing.TB) {
 	tb.Helper()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.cmd != nil {
+	if p.p != nil {
 		tb.Fatalf("faulttest: postgres on %d already running", p.Port)
 	}
 	// fsync is off: tests kill the server's processes, never the machine,
 	// so what Postgres wrote to the kernel survives either way.
 	// synchronous_commit stays on, so a crash loses nothing committed.
-	cmd := exec.Command(filepath.Join(p.bin, "postgres"), "-D", p.Dir,
-		"-p", strconv.Itoa(p.Port), "-k", filepath.Dir(p.Dir),
+	srv, err := proc.Start("postgres", filepath.Join(p.bin, "postgres"), proc.Options{Inherit: true, Cred: p.cred, Args: []string{
+		"-D", p.Dir, "-p", strconv.Itoa(p.Port), "-k", filepath.Dir(p.Dir),
 		"-c", "listen_addresses=127.0.0.1", "-c", "fsync=off",
-		"-c", "full_page_writes=off", "-c", "max_connections=200", "-c", "shared_buffers=32MB")
-	bindToTest(cmd, p.cred)
-	p.logMu.Lock()
-	p.logs.Reset()
-	p.logMu.Unlock()
-	cmd.Stdout, cmd.Stderr = &lockedWriter{mu: &p.logMu, w: &p.logs}, &lockedWriter{mu: &p.logMu, w: &p.logs}
-	if err := cmd.Start(); err != nil {
-		tb.Fatalf("faulttest: start postgres: %v", err)
+		"-c", "full_page_writes=off", "-c", "max_connections=200", "-c", "shared_buffers=32MB"}})
+	if err != nil {
+		tb.Fatalf("faulttest: %v", err)
 	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	p.cmd, p.done = cmd, done
+	p.p, p.logs = srv, srv.Logs
 	db, _ := sql.Open("postgres", p.URL("postgres")+"&connect_timeout=1")
 	defer db.Close()
-	err := waitFor(30*time.Second, func() error {
-		select {
-		case <-done:
+	err = proc.WaitFor(30*time.Second, func() error {
+		if srv.Exited() {
 			return fmt.Errorf("postgres exited")
-		default:
 		}
 		return db.Ping()
 	})
 	if err != nil {
-		logs := p.Logs()
-		tb.Fatalf("faulttest: postgres on %d did not come up: %v\n%s", p.Port, err, logs)
+		tb.Fatalf("faulttest: postgres on %d did not come up: %v\n%s", p.Port, err, srv.Logs.Text())
 	}
 }
 
@@ -197,40 +184,24 @@ func (p *Postgres) Crash(tb testing.TB) {
 
 func (p *Postgres) stop(sig syscall.Signal) error {
 	p.mu.Lock()
-	cmd, done := p.cmd, p.done
+	srv := p.p
 	p.mu.Unlock()
-	if cmd == nil {
+	if srv == nil {
 		return nil
 	}
-	cmd.Process.Signal(sig)
-	var err error
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		cmd.Process.Kill()
-		<-done
-		err = fmt.Errorf("postgres on %d ignored %s for 30 s; killed", p.Port, sig)
-	}
+	err := srv.StopWith(sig, 30*time.Second)
 	p.mu.Lock()
-	p.cmd = nil
+	p.p = nil
 	p.mu.Unlock()
 	return err
 }
 
 // Logs returns what the server logged since it last started.
 func (p *Postgres) Logs() string {
-	p.logMu.Lock()
-	defer p.logMu.Unlock()
-	return p.logs.String()
-}
-
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  *bytes.Buffer
-}
-
-func (l *lockedWriter) Write(b []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(b)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.logs == nil {
+		return ""
+	}
+	return p.logs.Text()
 }

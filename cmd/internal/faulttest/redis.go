@@ -2,8 +2,6 @@ package faulttest
 
 import (
 	"context"
-	"fmt"
-	"os/exec"
 	"strconv"
 	"sync"
 	"syscall"
@@ -11,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/partnertrack/partnertrack/cmd/internal/proc"
 )
 
 // RedisOptions configure a Redis of a test's own.
@@ -28,8 +28,7 @@ type Redis struct {
 	opts RedisOptions
 
 	mu     sync.Mutex
-	cmd    *exec.Cmd
-	done   chan struct{}
+	p      *proc.Process
 	paused bool
 }
 
@@ -37,11 +36,8 @@ type Redis struct {
 // the test ends. It fails (never skips) when redis-server is missing.
 func StartRedis(tb testing.TB, opts RedisOptions) *Redis {
 	tb.Helper()
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		tb.Fatalf("faulttest: redis-server is not installed (%v); install it with `apt-get install -y redis-server`", err)
-	}
 	r := &Redis{Port: FreePort(tb), Dir: tb.TempDir(), opts: opts}
-	tb.Cleanup(func() { r.kill() })
+	tb.Cleanup(r.kill)
 	r.Start(tb)
 	return r
 }
@@ -56,39 +52,14 @@ func (r *Redis) Start(tb testing.TB) {
 	tb.Helper()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.cmd != nil {
+	if r.p != nil {
 		tb.Fatalf("faulttest: redis on %d already running", r.Port)
 	}
-	appendOnly := "no"
-	if r.opts.AppendOnly {
-		appendOnly = "yes"
-	}
-	cmd := exec.Command("redis-server",
-		"--port", strconv.Itoa(r.Port), "--bind", "127.0.0.1", "--protected-mode", "yes",
-		"--save", "", "--appendonly", appendOnly, "--appendfsync", "everysec",
-		"--dir", r.Dir, "--logfile", "")
-	bindToTest(cmd, nil)
-	// redis-server logs to stdout; the test does not need it.
-	if err := cmd.Start(); err != nil {
-		tb.Fatalf("faulttest: start redis-server: %v", err)
-	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	r.cmd, r.done = cmd, done
-	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(r.Port), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
-	defer c.Close()
-	err := waitFor(20*time.Second, func() error {
-		select {
-		case <-done:
-			return fmt.Errorf("redis-server exited")
-		default:
-		}
-		// Loading the append-only file answers LOADING until done.
-		return c.Ping(context.Background()).Err()
-	})
+	p, err := proc.StartRedis(proc.RedisOptions{Port: r.Port, Dir: r.Dir, AppendOnly: r.opts.AppendOnly})
 	if err != nil {
-		tb.Fatalf("faulttest: redis on %d did not come up: %v", r.Port, err)
+		tb.Fatalf("faulttest: %v", err)
 	}
+	r.p = p
 }
 
 // Kill crashes the server (SIGKILL): what it acknowledged survives only
@@ -104,22 +75,17 @@ func (r *Redis) Stop(tb testing.TB) {
 	tb.Helper()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.cmd == nil {
+	if r.p == nil {
 		return
 	}
 	if r.paused { // a stopped process handles SIGTERM only once continued
-		r.cmd.Process.Signal(syscall.SIGCONT)
+		r.p.Signal(syscall.SIGCONT)
 		r.paused = false
 	}
-	r.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-r.done:
-	case <-time.After(20 * time.Second):
-		r.cmd.Process.Kill()
-		<-r.done
-		tb.Errorf("faulttest: redis on %d ignored SIGTERM for 20 s; killed", r.Port)
+	if err := r.p.Stop(); err != nil {
+		tb.Errorf("faulttest: redis on %d: %v", r.Port, err)
 	}
-	r.cmd = nil
+	r.p = nil
 }
 
 // Pause freezes the server (SIGSTOP): it keeps its connections and
@@ -129,10 +95,10 @@ func (r *Redis) Pause(tb testing.TB) {
 	tb.Helper()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.cmd == nil || r.paused {
+	if r.p == nil || r.paused {
 		tb.Fatalf("faulttest: redis on %d is not running", r.Port)
 	}
-	if err := r.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+	if err := r.p.Signal(syscall.SIGSTOP); err != nil {
 		tb.Fatalf("faulttest: pause redis on %d: %v", r.Port, err)
 	}
 	r.paused = true
@@ -143,11 +109,11 @@ func (r *Redis) Pause(tb testing.TB) {
 func (r *Redis) Resume(tb testing.TB) {
 	tb.Helper()
 	r.mu.Lock()
-	if r.cmd == nil || !r.paused {
+	if r.p == nil || !r.paused {
 		r.mu.Unlock()
 		tb.Fatalf("faulttest: redis on %d is not paused", r.Port)
 	}
-	err := r.cmd.Process.Signal(syscall.SIGCONT)
+	err := r.p.Signal(syscall.SIGCONT)
 	r.paused = false
 	r.mu.Unlock()
 	if err != nil {
@@ -155,7 +121,7 @@ func (r *Redis) Resume(tb testing.TB) {
 	}
 	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(r.Port), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
 	defer c.Close()
-	if err := waitFor(20*time.Second, func() error { return c.Ping(context.Background()).Err() }); err != nil {
+	if err := proc.WaitFor(20*time.Second, func() error { return c.Ping(context.Background()).Err() }); err != nil {
 		tb.Fatalf("faulttest: redis on %d did not answer after SIGCONT: %v", r.Port, err)
 	}
 }
@@ -163,10 +129,9 @@ func (r *Redis) Resume(tb testing.TB) {
 func (r *Redis) kill() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.cmd == nil {
+	if r.p == nil {
 		return
 	}
-	r.cmd.Process.Kill() // SIGKILL ends a paused process too
-	<-r.done
-	r.cmd, r.paused = nil, false
+	r.p.Kill() // SIGKILL ends a paused process too
+	r.p, r.paused = nil, false
 }

@@ -29,12 +29,7 @@ import (
 	_ "github.com/lib/pq" // the Postgres driver
 
 	"github.com/partnertrack/partnertrack/cmd/loadgen/internal/ceiling"
-	"github.com/partnertrack/partnertrack/cmd/loadgen/internal/cpustat"
 	"github.com/partnertrack/partnertrack/cmd/loadgen/internal/drive"
-	"github.com/partnertrack/partnertrack/cmd/loadgen/internal/httpc"
-	"github.com/partnertrack/partnertrack/cmd/loadgen/internal/load"
-	"github.com/partnertrack/partnertrack/cmd/loadgen/internal/rawtx"
-	"github.com/partnertrack/partnertrack/cmd/loadgen/internal/report"
 	"github.com/partnertrack/partnertrack/cmd/loadgen/internal/stack"
 )
 
@@ -47,16 +42,30 @@ type Config struct {
 	Command  string // recorded in docs/performance.md
 	Self     string // this loadgen binary (it serves the ceilings)
 	Conns    int    // connections of the max runs (64)
-	// Only, when set, runs one phase alone (see Phases) after building
-	// the binaries and creating the database: a measurement of one row
+	// EdgeBin and WorkerBin, when set, are measured instead of the edge
+	// and worker built from Repo (binaries built from another checkout,
+	// to compare old and new code on the same machine in the same hour).
+	// The database is still migrated by Repo's partnerctl.
+	EdgeBin, WorkerBin string
+	// Only, when set, runs some phases alone (see Phases) after building
+	// the binaries and creating the database: a measurement of a few rows
 	// without the whole bench.
 	Only string
 	Out  io.Writer
 }
 
-// Phases are the phases Config.Only can run alone.
-var Phases = map[string]func(*bench, context.Context) error{
-	"redis-kill": (*bench).redisKill,
+// alone is a selection of phases Config.Only can run without the rest.
+type alone struct {
+	raw bool // measure the raw sale transaction first, as the bench does
+	run func(*bench, context.Context) error
+}
+
+// Phases are the selections Config.Only can run alone: redis-kill (the
+// clicks through a Redis kill) and money (the raw sale transaction, then
+// sales and refunds at max and at the fixed rate).
+var Phases = map[string]alone{
+	"redis-kill": {run: (*bench).redisKill},
+	"money":      {raw: true, run: (*bench).money},
 }
 
 // bench is one run.
@@ -72,23 +81,23 @@ type bench struct {
 	secret  string
 	opToken string
 	procs   []*stack.Process
-	rows    []report.Row
+	rows    []drive.Row
 	facts   [][2]string
-	targets []report.Target
+	targets []Target
 	notes   []string
 	ceil    map[string]float64 // the best run of each ceiling so far
 	first   map[string]float64 // the first run of each ceiling
 
-	cpu *cpustat.Sampler // the machine's CPU times, for the share the hypervisor took
+	cpu *stack.CPUSampler // the machine's CPU times, for the share the hypervisor took
 
 	ceilingRound, rawRound int
-	clickRuns              []*load.Result // the click intake runs so far
-	clickTarget            int            // where the click intake's target goes in targets
+	clickRuns              []*drive.Result // the click intake runs so far
+	clickTarget            int             // where the click intake's target goes in targets
 }
 
 // Run runs the bench and returns the document it measured; an error
 // means the run itself broke (a target missed is not an error).
-func Run(ctx context.Context, cfg Config) (doc report.Document, err error) {
+func Run(ctx context.Context, cfg Config) (doc Document, err error) {
 	start := time.Now()
 	if cfg.Conns <= 0 {
 		cfg.Conns = 64
@@ -111,7 +120,7 @@ func Run(ctx context.Context, cfg Config) (doc report.Document, err error) {
 	}()
 	sampling, stopSampling := context.WithCancel(ctx)
 	defer stopSampling()
-	b.cpu = cpustat.Start(sampling, 250*time.Millisecond)
+	b.cpu = stack.SampleCPU(sampling, 250*time.Millisecond)
 	loadStart := loadAverage()
 	defer func() {
 		if err == nil {
@@ -119,7 +128,10 @@ func Run(ctx context.Context, cfg Config) (doc report.Document, err error) {
 				"was already using the two cores, and the figures are lower and noisier than on an idle machine.", loadStart))
 		}
 	}()
-	if cfg.Quick {
+	switch {
+	case cfg.Quick && cfg.Only != "":
+		b.note("BENCH_QUICK: short phases; a smoke check of the bench, not a measurement.")
+	case cfg.Quick:
 		b.note("BENCH_QUICK: short phases and %d listing clicks; a smoke check of the bench, not a measurement.", b.p.listingClicks)
 	}
 	steps := []struct {
@@ -131,8 +143,14 @@ func Run(ctx context.Context, cfg Config) (doc report.Document, err error) {
 		{"raw sale transaction", b.rawBaseline},
 		{"service", b.service},
 	}
-	if cfg.Only != "" {
-		steps = append(steps[:1], steps[3]) // no ceilings: the phase's target is absolute
+	if only, ok := Phases[cfg.Only]; ok {
+		// No HTTP ceilings: the targets run alone are absolute or ratios
+		// to the raw sale transaction.
+		if only.raw {
+			steps = append(steps[:1], steps[2:]...)
+		} else {
+			steps = append(steps[:1], steps[3])
+		}
 	}
 	for _, s := range steps {
 		b.say("== %s", s.name)
@@ -141,26 +159,31 @@ func Run(ctx context.Context, cfg Config) (doc report.Document, err error) {
 		}
 	}
 	if b.cfg.Only != "" {
-		phase := Phases[b.cfg.Only]
 		b.say("== %s alone", b.cfg.Only)
-		if err := phase(b, ctx); err != nil {
+		if err := Phases[b.cfg.Only].run(b, ctx); err != nil {
 			return doc, fmt.Errorf("%s: %w", b.cfg.Only, err)
 		}
 	} else if err := b.measureService(ctx); err != nil {
 		return doc, err
 	}
-	if b.cfg.Only == "" {
+	if len(b.ceil) > 0 {
 		b.fact("this machine's speed", machineSpeed(b.ceil))
 	}
 	if spent, ok := b.cpu.Total(); ok {
 		b.fact("CPU taken by the hypervisor", stolen(spent.StealShare()))
 	}
 	b.say("")
+	if cfg.Only != "" { // nothing is written: the notes go with the lines
+		for _, n := range b.notes {
+			b.say("note: %s", n)
+		}
+		b.say("")
+	}
 	for _, t := range b.targets {
 		fmt.Fprintln(cfg.Out, t.Line())
 	}
-	fmt.Fprintln(cfg.Out, report.Summary(b.targets))
-	return report.Document{Command: cfg.Command, Date: start, Machine: machine(), Took: time.Since(start),
+	fmt.Fprintln(cfg.Out, Summary(b.targets))
+	return Document{Command: cfg.Command, Date: start, Machine: machine(), Took: time.Since(start),
 		Notes: b.notes, Rows: b.rows, Facts: b.facts, Targets: b.targets}, nil
 }
 
@@ -177,7 +200,7 @@ func (b *bench) fact(name, value string) {
 
 // row records a measured row; when the hypervisor took a noticeable
 // share of the CPU while it ran (steal time), its note says so.
-func (b *bench) row(r report.Row) {
+func (b *bench) row(r drive.Row) {
 	if r.Result != nil && !r.Result.Started.IsZero() {
 		spent, ok := b.cpu.Between(r.Result.Started, r.Result.Started.Add(r.Result.Elapsed))
 		if share := spent.StealShare(); ok && share >= noticeableSteal {
@@ -189,13 +212,39 @@ func (b *bench) row(r report.Row) {
 }
 
 func (b *bench) target(name, measured, want string, ok bool) {
-	b.targets = append(b.targets, report.Target{Name: name, Measured: measured, Want: want, OK: ok})
+	b.targets = append(b.targets, Target{Name: name, Measured: measured, Want: want, OK: ok})
 }
 
+// build builds partnerctl, and the edge and the worker unless given,
+// from the checkout.
 func (b *bench) build(ctx context.Context) error {
-	bins, err := stack.Build(ctx, b.cfg.Repo, filepath.Join(b.tmp, "bin"), "./cmd/edge", "./cmd/worker", "./cmd/partnerctl")
+	given := map[string]string{"edge": b.cfg.EdgeBin, "worker": b.cfg.WorkerBin}
+	pkgs := []string{"./cmd/partnerctl"}
+	for _, name := range []string{"edge", "worker"} {
+		if given[name] == "" {
+			pkgs = append(pkgs, "./cmd/"+name)
+		}
+	}
+	bins, err := stack.Build(b.cfg.Repo, filepath.Join(b.tmp, "bin"), pkgs...)
+	if err != nil {
+		return err
+	}
+	for name, path := range given {
+		if path == "" {
+			continue
+		}
+		if path, err = filepath.Abs(path); err != nil {
+			return err
+		}
+		if _, err := os.Stat(path); err != nil {
+			return fmt.Errorf("the %s binary to measure: %w", name, err)
+		}
+		bins[name] = path
+		b.say("%s: %s (not built from this checkout)", name, path)
+		b.note("The %s measured is %s, not built from this checkout; the database was migrated by this checkout's partnerctl.", name, path)
+	}
 	b.bins = bins
-	return err
+	return nil
 }
 
 // ceilings measures the bare fiber handler and the one that enqueues,
@@ -221,10 +270,10 @@ func (b *bench) ceilings(ctx context.Context) error {
 			return err
 		}
 		addr, _ := line["addr"].(string)
-		c := httpc.New(addr, b.cfg.Conns)
+		c := drive.NewClient(addr, b.cfg.Conns)
 		body := drive.ClickBody("pat1")
-		res := load.Run(ctx, load.Options{Workers: b.cfg.Conns, Duration: b.p.ceiling}, func(ctx context.Context, w int, i int64) (int, error) {
-			return c.Do(&httpc.Request{Method: "POST", Path: "/api/v1/track/click", Body: body}, nil)
+		res := drive.Run(ctx, drive.Options{Workers: b.cfg.Conns, Duration: b.p.ceiling}, func(ctx context.Context, w int, i int64) (int, error) {
+			return c.Do(&drive.Request{Method: "POST", Path: "/api/v1/track/click", Body: body}, nil)
 		})
 		p.Stop()
 		name := fmt.Sprintf("fiber ceiling (%d)", b.ceilingRound)
@@ -235,14 +284,14 @@ func (b *bench) ceilings(ctx context.Context) error {
 			}
 		}
 		if res.Success() == 0 {
-			return fmt.Errorf("%s answered nothing: %s %s", name, report.Statuses(res.Status), res.FirstErr)
+			return fmt.Errorf("%s answered nothing: %s %s", name, drive.Statuses(res.Status), res.FirstErr)
 		}
 		label := "the bare fiber ceiling"
 		if mode == ceiling.Enqueue {
 			label = "the fiber+enqueue ceiling"
 		}
 		b.recordCeiling(string(mode), label, res.Throughput())
-		b.row(report.Row{Name: name, Result: res})
+		b.row(drive.Row{Name: name, Result: res})
 	}
 	return nil
 }
@@ -259,7 +308,7 @@ func (b *bench) rawBaseline(ctx context.Context) error {
 	}
 	defer stack.DropDB(b.cfg.AdminURL, name)
 	b.checkpoint(ctx, fmt.Sprintf("raw sale transaction (%d)", b.rawRound))
-	res, err := rawtx.Run(ctx, rawtx.Options{DSN: dsn, Clients: 16, Partners: 1000, Duration: b.p.raw})
+	res, err := ceiling.RawTx(ctx, ceiling.RawOptions{DSN: dsn, Clients: 16, Partners: 1000, Duration: b.p.raw})
 	if err != nil {
 		return err
 	}
@@ -267,7 +316,7 @@ func (b *bench) rawBaseline(ctx context.Context) error {
 		return fmt.Errorf("no raw sale transaction committed: %s", res.FirstErr)
 	}
 	b.recordCeiling("raw", "the raw sale transaction", res.Throughput())
-	b.row(report.Row{Name: fmt.Sprintf("raw sale transaction (%d)", b.rawRound), Result: res, Note: "16 clients, lib/pq binary_parameters=yes"})
+	b.row(drive.Row{Name: fmt.Sprintf("raw sale transaction (%d)", b.rawRound), Result: res, Note: "16 clients, lib/pq binary_parameters=yes"})
 	return nil
 }
 
@@ -288,7 +337,7 @@ func (b *bench) recordCeiling(key, name string, throughput float64) {
 	}
 	if lo, hi := min(first, throughput), max(first, throughput); hi > 0 && (hi-lo)/hi > ceilingDrift {
 		b.note("%s read %s in one run and %s in the other: the machine's speed changed during the bench (other work on the host), so ratios to it are unreliable in this run",
-			name, report.Rate(first), report.Rate(throughput))
+			name, drive.Rate(first), drive.Rate(throughput))
 	}
 }
 
@@ -311,92 +360,6 @@ func (b *bench) service(ctx context.Context) error {
 	}
 	b.db.SetMaxOpenConns(4)
 	return nil
-}
-
-// env is the environment of the service's processes on redisURL.
-func (b *bench) env(redisURL string) map[string]string {
-	return map[string]string{
-		"DATABASE_URL":          b.dbURL,
-		"REDIS_URL":             redisURL,
-		"QUEUE_NAMESPACE":       b.ns,
-		"LISTEN_ADDR":           "127.0.0.1:0",
-		"OPERATOR_TOKEN":        b.opToken,
-		"PUBLIC_BASE_URL":       "http://track.bench",
-		"TRUSTED_PROXIES":       "127.0.0.1/32", // the load poses as many clients through X-Forwarded-For
-		"STRIPE_WEBHOOK_SECRET": b.secret,
-		"LOG_LEVEL":             "info",
-		"LOG_FORMAT":            "json",
-	}
-}
-
-// node is an edge and a worker over one Redis.
-type node struct {
-	name, redisURL string
-	edge, worker   *stack.Process
-	addr           string
-	workers        int   // workers started so far
-	workerPeak     int64 // the highest peak RSS of the workers stopped so far
-}
-
-// startNode starts an edge and, when asked, its worker.
-func (b *bench) startNode(name, redisURL string, withWorker bool) (*node, error) {
-	n := &node{name: name, redisURL: redisURL}
-	edge, err := stack.Start(name+"-edge", b.bins["edge"], nil, b.env(redisURL), b.tmp)
-	if err != nil {
-		return nil, err
-	}
-	b.procs = append(b.procs, edge)
-	line, err := edge.WaitLog("edge listening", 60*time.Second)
-	if err != nil {
-		return nil, err
-	}
-	n.edge = edge
-	n.addr, _ = line["addr"].(string)
-	if !withWorker {
-		return n, nil
-	}
-	return n, b.startWorker(n)
-}
-
-// startWorker starts the node's worker (every queue, the scheduler).
-func (b *bench) startWorker(n *node) error {
-	n.workers++
-	worker, err := stack.Start(fmt.Sprintf("%s-worker%d", n.name, n.workers), b.bins["worker"], nil, b.env(n.redisURL), b.tmp)
-	if err != nil {
-		return err
-	}
-	b.procs = append(b.procs, worker)
-	if _, err := worker.WaitLog("worker started", 60*time.Second); err != nil {
-		return err
-	}
-	n.worker = worker
-	return nil
-}
-
-// stopWorker stops the node's worker, keeping its peak RSS.
-func (n *node) stopWorker() {
-	if n.worker == nil {
-		return
-	}
-	if peak, err := n.worker.PeakRSS(); err == nil && peak > n.workerPeak {
-		n.workerPeak = peak
-	}
-	n.worker.Stop()
-	n.worker = nil
-}
-
-// peakWorkerRSS is the highest peak RSS of the node's workers so far.
-func (n *node) peakWorkerRSS() (int64, error) {
-	if n.worker == nil {
-		return n.workerPeak, nil
-	}
-	peak, err := n.worker.PeakRSS()
-	return max(peak, n.workerPeak), err
-}
-
-func (n *node) stop() {
-	n.edge.Stop()
-	n.stopWorker()
 }
 
 // cleanup stops every process, deletes the namespace from the shared

@@ -6,10 +6,6 @@ import (
 	"time"
 
 	"github.com/partnertrack/partnertrack/cmd/loadgen/internal/drive"
-	"github.com/partnertrack/partnertrack/cmd/loadgen/internal/httpc"
-	"github.com/partnertrack/partnertrack/cmd/loadgen/internal/load"
-	"github.com/partnertrack/partnertrack/cmd/loadgen/internal/provision"
-	"github.com/partnertrack/partnertrack/cmd/loadgen/internal/report"
 	"github.com/partnertrack/partnertrack/cmd/loadgen/internal/stack"
 )
 
@@ -41,7 +37,7 @@ func (b *bench) redisKill(ctx context.Context) error {
 		return err
 	}
 	defer n.stop()
-	pw, err := provision.Provision(ctx, httpc.New(n.addr, 8), provision.Options{OperatorToken: b.opToken, Tag: b.tag + "k",
+	pw, err := drive.Provision(ctx, drive.NewClient(n.addr, 8), drive.ProvisionOptions{OperatorToken: b.opToken, Tag: b.tag + "k",
 		Programs: 1, SeedClicks: 2})
 	if err != nil {
 		return fmt.Errorf("provision: %w", err)
@@ -72,9 +68,9 @@ func (b *bench) redisKill(ctx context.Context) error {
 		}
 		killed <- err
 	}()
-	pool := load.PoolSize(outageRate) * 2
-	res := load.Run(ctx, load.Options{Rate: outageRate, Workers: pool, Duration: steady + outage + steady, Slow: outageClickP99},
-		drive.Clicks(httpc.New(n.addr, pool), []provision.Program{p}, 5<<20))
+	pool := drive.PoolSize(outageRate) * 2
+	res := drive.Run(ctx, drive.Options{Rate: outageRate, Workers: pool, Duration: steady + outage + steady, Slow: outageClickP99},
+		drive.Clicks(drive.NewClient(n.addr, pool), []drive.Program{p}, 5<<20))
 	if err := <-killed; err != nil {
 		return fmt.Errorf("restart Redis after the kill: %w", err)
 	}
@@ -83,10 +79,10 @@ func (b *bench) redisKill(ctx context.Context) error {
 	once := ok && stored == res.Success()
 	note := fmt.Sprintf("edge and worker on a private Redis (AOF everysec), killed (SIGKILL) %s into the run for %s; "+
 		"%d accepted clicks, %d in Postgres %s after the load; slower than %s by second: %s",
-		steady, outage, res.Success(), stored, took.Round(10*time.Millisecond), report.Ms(outageClickP99), res.SlowSeconds())
-	name := fmt.Sprintf("clicks at %s through a %s Redis kill", report.Rate(outageRate), outage)
-	b.row(report.Row{Name: name, Result: res, Note: note})
+		steady, outage, res.Success(), stored, took.Round(10*time.Millisecond), drive.Ms(outageClickP99), res.SlowSeconds())
+	name := fmt.Sprintf("clicks at %s through a %s Redis kill", drive.Rate(outageRate), outage)
+	b.row(drive.Row{Name: name, Result: res, Note: note})
 	b.target(fmt.Sprintf("clicks p99 through a %s Redis kill", outage), b.rateMeasured(res)+fmt.Sprintf(", %d of %d stored once", stored, res.Success()),
-		"p99 ≤ "+report.Ms(outageClickP99)+", all answered 2xx and stored once", rateOK(res, outageClickP99) && once)
+		"p99 ≤ "+drive.Ms(outageClickP99)+", all answered 2xx and stored once", rateOK(res, outageClickP99) && once)
 	return nil
 }

@@ -6,13 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/partnertrack/partnertrack/cmd/loadgen/internal/dataset"
 	"github.com/partnertrack/partnertrack/cmd/loadgen/internal/drive"
-	"github.com/partnertrack/partnertrack/cmd/loadgen/internal/hist"
-	"github.com/partnertrack/partnertrack/cmd/loadgen/internal/httpc"
-	"github.com/partnertrack/partnertrack/cmd/loadgen/internal/load"
-	"github.com/partnertrack/partnertrack/cmd/loadgen/internal/provision"
-	"github.com/partnertrack/partnertrack/cmd/loadgen/internal/report"
 	"github.com/partnertrack/partnertrack/cmd/loadgen/internal/stack"
 )
 
@@ -34,11 +28,11 @@ const maxLeadRate = 3000
 
 // world is the provisioned programs, by use.
 type world struct {
-	*provision.World
-	salesMax, salesRate          []provision.Program // sales then refunds; keys spread so none meets its limit
-	clickMax, sustained, listing provision.Program
-	leads                        provision.Program
-	aof                          [2]provision.Program
+	*drive.World
+	salesMax, salesRate          []drive.Program // sales then refunds; keys spread so none meets its limit
+	clickMax, sustained, listing drive.Program
+	leads                        drive.Program
+	aof                          [2]drive.Program
 }
 
 // measureService runs every phase against the real binaries.
@@ -119,16 +113,16 @@ func (b *bench) provision(ctx context.Context, n *node) (*world, error) {
 	a := salePrograms(b.p.saleMax, 0)
 	r := salePrograms(b.p.saleRateFor, b.p.saleRate)
 	const singles = 6 // clicks at max, sustained, listing, two AOF, leads
-	c := httpc.New(n.addr, 16)
+	c := drive.NewClient(n.addr, 16)
 	start := time.Now()
-	pw, err := provision.Provision(ctx, c, provision.Options{OperatorToken: b.opToken, Tag: b.tag,
+	pw, err := drive.Provision(ctx, c, drive.ProvisionOptions{OperatorToken: b.opToken, Tag: b.tag,
 		Programs: a + r + singles, Accounts: true, SeedClicks: 2, Concurrency: 8})
 	if err != nil {
 		return nil, err
 	}
 	ps := pw.Programs
 	w := &world{World: pw, salesMax: ps[:a], salesRate: ps[a : a+r], clickMax: ps[a+r], sustained: ps[a+r+1],
-		listing: ps[a+r+2], aof: [2]provision.Program{ps[a+r+3], ps[a+r+4]}, leads: ps[a+r+5]}
+		listing: ps[a+r+2], aof: [2]drive.Program{ps[a+r+3], ps[a+r+4]}, leads: ps[a+r+5]}
 	// Every seed click in Postgres, so that each phase's count starts at 2.
 	want := int64(2 * len(ps))
 	deadline := time.Now().Add(60 * time.Second)
@@ -153,28 +147,28 @@ func (b *bench) provision(ctx context.Context, n *node) (*world, error) {
 // their own, and returns them for the refunds.
 func (b *bench) sales(ctx context.Context, n *node, w *world) (*drive.Sales, *drive.Sales) {
 	conns := b.cfg.Conns
-	max := drive.NewSales(httpc.New(n.addr, conns), w.salesMax, "txn-"+b.tag+"-max", conns)
-	res := load.Run(ctx, load.Options{Workers: conns, Duration: b.p.saleMax}, max.Do)
-	row := report.Row{Name: "sales at max", Result: res, Ceiling: "raw tx", Base: b.ceil["raw"]}
+	max := drive.NewSales(drive.NewClient(n.addr, conns), w.salesMax, "txn-"+b.tag+"-max", conns)
+	res := drive.Run(ctx, drive.Options{Workers: conns, Duration: b.p.saleMax}, max.Do)
+	row := drive.Row{Name: "sales at max", Result: res, Ceiling: "raw tx", Base: b.ceil["raw"]}
 	b.row(row)
-	b.target("sales at max", fmt.Sprintf("%.3f× raw tx (%s)", row.Ratio(), report.Rate(res.Throughput())),
+	b.target("sales at max", fmt.Sprintf("%.3f× raw tx (%s)", row.Ratio(), drive.Rate(res.Throughput())),
 		fmt.Sprintf("≥ %.2f×", saleRatio), row.Ratio() >= saleRatio && res.Success() == res.Sent)
 
 	b.settle(ctx, "sales at fixed rate")
-	pool := load.PoolSize(b.p.saleRate) * 2
-	rate := drive.NewSales(httpc.New(n.addr, pool), w.salesRate, "txn-"+b.tag+"-rate", pool)
-	res = load.Run(ctx, load.Options{Rate: b.p.saleRate, Workers: pool, Duration: b.p.saleRateFor, Slow: saleP99}, rate.Do)
-	b.row(report.Row{Name: fmt.Sprintf("sales at %s", report.Rate(b.p.saleRate)), Result: res,
+	pool := drive.PoolSize(b.p.saleRate) * 2
+	rate := drive.NewSales(drive.NewClient(n.addr, pool), w.salesRate, "txn-"+b.tag+"-rate", pool)
+	res = drive.Run(ctx, drive.Options{Rate: b.p.saleRate, Workers: pool, Duration: b.p.saleRateFor, Slow: saleP99}, rate.Do)
+	b.row(drive.Row{Name: fmt.Sprintf("sales at %s", drive.Rate(b.p.saleRate)), Result: res,
 		Note: slowNote(res)})
-	b.target(fmt.Sprintf("sales p99 at %s", report.Rate(b.p.saleRate)), b.rateMeasured(res), "p99 ≤ "+report.Ms(saleP99)+", all sent on time and answered 2xx",
+	b.target(fmt.Sprintf("sales p99 at %s", drive.Rate(b.p.saleRate)), b.rateMeasured(res), "p99 ≤ "+drive.Ms(saleP99)+", all sent on time and answered 2xx",
 		rateOK(res, saleP99))
 	return max, rate
 }
 
 // slowNote says where a fixed-rate run's answers slower than the p99
 // target fell (a tail in the first second is a start-up burst).
-func slowNote(res *load.Result) string {
-	return "slower than " + report.Ms(saleP99) + " by second of the run: " + res.SlowSeconds()
+func slowNote(res *drive.Result) string {
+	return "slower than " + drive.Ms(saleP99) + " by second of the run: " + res.SlowSeconds()
 }
 
 // refunds refunds the sales of both sale phases, with the keys that made
@@ -182,48 +176,48 @@ func slowNote(res *load.Result) string {
 func (b *bench) refunds(ctx context.Context, n *node, max, rate *drive.Sales) {
 	conns := b.cfg.Conns
 	madeMax := int64(len(max.Made()))
-	res := load.Run(ctx, load.Options{Workers: conns, Duration: b.p.saleMax, Limit: madeMax}, max.Refunds())
-	row := report.Row{Name: "refunds at max", Result: res, Ceiling: "raw tx", Base: b.ceil["raw"],
+	res := drive.Run(ctx, drive.Options{Workers: conns, Duration: b.p.saleMax, Limit: madeMax}, max.Refunds())
+	row := drive.Row{Name: "refunds at max", Result: res, Ceiling: "raw tx", Base: b.ceil["raw"],
 		Note: fmt.Sprintf("%d sales to refund", madeMax)}
 	b.row(row)
-	b.target("refunds at max", fmt.Sprintf("%.3f× raw tx (%s)", row.Ratio(), report.Rate(res.Throughput())),
+	b.target("refunds at max", fmt.Sprintf("%.3f× raw tx (%s)", row.Ratio(), drive.Rate(res.Throughput())),
 		fmt.Sprintf("≥ %.2f×", saleRatio), row.Ratio() >= saleRatio && res.Success() == res.Sent)
 
 	b.settle(ctx, "refunds at fixed rate")
-	pool := load.PoolSize(b.p.saleRate) * 2
+	pool := drive.PoolSize(b.p.saleRate) * 2
 	madeRate := int64(len(rate.Made()))
-	res = load.Run(ctx, load.Options{Rate: b.p.saleRate, Workers: pool, Duration: b.p.saleRateFor, Limit: madeRate, Slow: saleP99},
+	res = drive.Run(ctx, drive.Options{Rate: b.p.saleRate, Workers: pool, Duration: b.p.saleRateFor, Limit: madeRate, Slow: saleP99},
 		rate.Refunds())
-	b.row(report.Row{Name: fmt.Sprintf("refunds at %s", report.Rate(b.p.saleRate)), Result: res,
+	b.row(drive.Row{Name: fmt.Sprintf("refunds at %s", drive.Rate(b.p.saleRate)), Result: res,
 		Note: fmt.Sprintf("%d sales to refund; %s", madeRate, slowNote(res))})
-	b.target(fmt.Sprintf("refunds p99 at %s", report.Rate(b.p.saleRate)), b.rateMeasured(res),
-		"p99 ≤ "+report.Ms(saleP99)+", all sent on time and answered 2xx", rateOK(res, saleP99))
+	b.target(fmt.Sprintf("refunds p99 at %s", drive.Rate(b.p.saleRate)), b.rateMeasured(res),
+		"p99 ≤ "+drive.Ms(saleP99)+", all sent on time and answered 2xx", rateOK(res, saleP99))
 }
 
 // aux measures server-mode leads and Stripe events at max (no targets).
 func (b *bench) aux(ctx context.Context, n *node, w *world) {
 	conns := 16
-	c := httpc.New(n.addr, conns)
+	c := drive.NewClient(n.addr, conns)
 	clicks := drive.NewClickIDs(c, w.leads, conns)
-	load.Run(ctx, load.Options{Workers: conns, Duration: time.Minute, Limit: int64(maxLeadRate * b.p.aux.Seconds())}, clicks.Do)
+	drive.Run(ctx, drive.Options{Workers: conns, Duration: time.Minute, Limit: int64(maxLeadRate * b.p.aux.Seconds())}, clicks.Do)
 	if _, _, ok := b.waitClicks(ctx, w.leads.ID, int64(len(clicks.IDs())), b.p.drainWait); !ok {
 		b.note("leads: not every click to lead on was in Postgres before the leads")
 	}
-	res := load.Run(ctx, load.Options{Workers: conns, Duration: b.p.aux}, drive.Leads(c, w.leads, clicks.IDs(), b.tag))
-	b.row(report.Row{Name: "leads at max", Result: res, Note: "server mode, one click each"})
-	res = load.Run(ctx, load.Options{Workers: conns, Duration: b.p.aux}, drive.Stripe(httpc.New(n.addr, conns), w.salesMax, b.secret))
-	b.row(report.Row{Name: "Stripe events at max", Result: res, Note: "stored, then enqueued"})
+	res := drive.Run(ctx, drive.Options{Workers: conns, Duration: b.p.aux}, drive.Leads(c, w.leads, clicks.IDs(), b.tag))
+	b.row(drive.Row{Name: "leads at max", Result: res, Note: "server mode, one click each"})
+	res = drive.Run(ctx, drive.Options{Workers: conns, Duration: b.p.aux}, drive.Stripe(drive.NewClient(n.addr, conns), w.salesMax, b.secret))
+	b.row(drive.Row{Name: "Stripe events at max", Result: res, Note: "stored, then enqueued"})
 }
 
 // rateMeasured describes a fixed-rate run for its target line.
-func (b *bench) rateMeasured(res *load.Result) string {
-	return fmt.Sprintf("p99 %s, %s, %d late, %d unsent, %d of %d 2xx", report.Ms(res.Latency.Quantile(0.99)),
-		report.Rate(res.Throughput()), res.Late, res.Unsent, res.Success(), res.Sent)
+func (b *bench) rateMeasured(res *drive.Result) string {
+	return fmt.Sprintf("p99 %s, %s, %d late, %d unsent, %d of %d 2xx", drive.Ms(res.Latency.Quantile(0.99)),
+		drive.Rate(res.Throughput()), res.Late, res.Unsent, res.Success(), res.Sent)
 }
 
 // rateOK: the p99 holds and every request was sent and answered 2xx.
 // Late starts are charged in the latency already.
-func rateOK(res *load.Result, p99 time.Duration) bool {
+func rateOK(res *drive.Result, p99 time.Duration) bool {
 	return res.Sent > 0 && res.Latency.Quantile(0.99) <= p99 && res.Unsent == 0 && res.Success() == res.Sent
 }
 
@@ -243,8 +237,8 @@ func (b *bench) clickIntake(ctx context.Context, n *node, w *world) error {
 		return err
 	}
 	n.stopWorker()
-	res := load.Run(ctx, load.Options{Workers: conns, Duration: b.p.clickMax},
-		drive.Clicks(httpc.New(n.addr, conns), []provision.Program{w.clickMax}, 0))
+	res := drive.Run(ctx, drive.Options{Workers: conns, Duration: b.p.clickMax},
+		drive.Clicks(drive.NewClient(n.addr, conns), []drive.Program{w.clickMax}, 0))
 	stopped := time.Now()
 	if err := b.startWorker(n); err != nil {
 		return err
@@ -258,7 +252,7 @@ func (b *bench) clickIntake(ctx context.Context, n *node, w *world) error {
 			got-before, res.Success(), took.Round(time.Second))
 	}
 	round := len(b.clickRuns) + 1
-	row := report.Row{Name: fmt.Sprintf("clicks at max (%d)", round), Result: res, Ceiling: "enqueue", Base: b.ceil["enqueue"], Note: note}
+	row := drive.Row{Name: fmt.Sprintf("clicks at max (%d)", round), Result: res, Ceiling: "enqueue", Base: b.ceil["enqueue"], Note: note}
 	b.row(row)
 	b.clickRuns = append(b.clickRuns, res)
 	if round == 1 {
@@ -275,10 +269,10 @@ func (b *bench) clickIntake(ctx context.Context, n *node, w *world) error {
 		}
 	}
 	ratio := best.Throughput() / b.ceil["enqueue"]
-	b.targets[b.clickTarget] = report.Target{Name: "click intake",
-		Measured: fmt.Sprintf("%.3f× fiber+enqueue (%s, better of %d runs), p99 %s, %d of %d 2xx", ratio, report.Rate(best.Throughput()),
-			len(b.clickRuns), report.Ms(best.Latency.Quantile(0.99)), best.Success(), best.Sent),
-		Want: fmt.Sprintf("≥ %.2f×, p99 ≤ %s", clickRatio, report.Ms(clickP99)),
+	b.targets[b.clickTarget] = Target{Name: "click intake",
+		Measured: fmt.Sprintf("%.3f× fiber+enqueue (%s, better of %d runs), p99 %s, %d of %d 2xx", ratio, drive.Rate(best.Throughput()),
+			len(b.clickRuns), drive.Ms(best.Latency.Quantile(0.99)), best.Success(), best.Sent),
+		Want: fmt.Sprintf("≥ %.2f×, p99 ≤ %s", clickRatio, drive.Ms(clickP99)),
 		OK:   ratio >= clickRatio && best.Latency.Quantile(0.99) <= clickP99 && best.Success() == best.Sent}
 	b.fact("clicks at max vs bare fiber", fmt.Sprintf("%.2f× (the better run)", best.Throughput()/b.ceil["bare"]))
 	return nil
@@ -296,15 +290,15 @@ func (b *bench) sustainedClicks(ctx context.Context, n *node, w *world) error {
 	if err != nil {
 		return err
 	}
-	pool := load.PoolSize(b.p.sustainedRate)
+	pool := drive.PoolSize(b.p.sustainedRate)
 	var accepted counter
 	sampler := newBacklogSampler(b, inserted, &accepted)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); sampler.run(ctx, stop) }()
-	res := load.Run(ctx, load.Options{Rate: b.p.sustainedRate, Workers: pool, Duration: b.p.sustained, Accepted: &accepted},
-		drive.Clicks(httpc.New(n.addr, pool), []provision.Program{w.sustained}, 1<<20))
+	res := drive.Run(ctx, drive.Options{Rate: b.p.sustainedRate, Workers: pool, Duration: b.p.sustained, Accepted: &accepted},
+		drive.Clicks(drive.NewClient(n.addr, pool), []drive.Program{w.sustained}, 1<<20))
 	took, got, ok := b.waitClicks(ctx, w.sustained.ID, before+res.Success(), b.p.drainWait)
 	close(stop)
 	wg.Wait()
@@ -313,14 +307,14 @@ func (b *bench) sustainedClicks(ctx context.Context, n *node, w *world) error {
 		return err
 	}
 	workerPeak, _ := n.peakWorkerRSS()
-	name := fmt.Sprintf("clicks at %s for %s", report.Rate(b.p.sustainedRate), b.p.sustained)
+	name := fmt.Sprintf("clicks at %s for %s", drive.Rate(b.p.sustainedRate), b.p.sustained)
 	drain := fmt.Sprintf("all in Postgres %s after", took.Round(10*time.Millisecond))
 	if !ok {
 		drain = fmt.Sprintf("%d of %d in Postgres %s after", got-before, res.Success(), took.Round(time.Second))
 	}
-	b.row(report.Row{Name: name, Result: res, Note: fmt.Sprintf("backlog max %d clicks (%d queued tasks), %s", sampler.maxLag, sampler.maxTasks, drain)})
+	b.row(drive.Row{Name: name, Result: res, Note: fmt.Sprintf("backlog max %d clicks (%d queued tasks), %s", sampler.maxLag, sampler.maxTasks, drain)})
 	bound := int64(b.p.sustainedRate * sustainedDrain.Seconds())
-	b.target(name, fmt.Sprintf("%s, %d late, %d unsent, %d of %d 2xx, backlog max %d, %s", report.Rate(res.Throughput()),
+	b.target(name, fmt.Sprintf("%s, %d late, %d unsent, %d of %d 2xx, backlog max %d, %s", drive.Rate(res.Throughput()),
 		res.Late, res.Unsent, res.Success(), res.Sent, sampler.maxLag, drain),
 		fmt.Sprintf("every click sent and accepted, backlog ≤ %d (%s of load), all in Postgres ≤ %s after", bound, sustainedDrain, sustainedDrain),
 		res.Unsent == 0 && res.Success() == res.Sent && res.Throughput() >= 0.98*b.p.sustainedRate &&
@@ -348,13 +342,13 @@ func (b *bench) aofCost(ctx context.Context, w *world) error {
 	}
 	if best[0] > 0 {
 		b.fact("AOF everysec cost on click intake", fmt.Sprintf("%.2f× the throughput without persistence (%s vs %s, better of two rounds each)",
-			best[1]/best[0], report.Rate(best[1]), report.Rate(best[0])))
+			best[1]/best[0], drive.Rate(best[1]), drive.Rate(best[0])))
 	}
 	return nil
 }
 
 // aofRun is one click intake run on a fresh private Redis.
-func (b *bench) aofRun(ctx context.Context, p provision.Program, aof bool, round int) (float64, error) {
+func (b *bench) aofRun(ctx context.Context, p drive.Program, aof bool, round int) (float64, error) {
 	name := fmt.Sprintf("noaof%d", round)
 	label := "clicks at max, Redis without persistence"
 	if aof {
@@ -377,33 +371,33 @@ func (b *bench) aofRun(ctx context.Context, p provision.Program, aof bool, round
 		return 0, err
 	}
 	defer n.stop()
-	res := load.Run(ctx, load.Options{Workers: b.cfg.Conns, Duration: b.p.aof},
-		drive.Clicks(httpc.New(n.addr, b.cfg.Conns), []provision.Program{p}, int64(2+round)<<20))
-	b.row(report.Row{Name: fmt.Sprintf("%s (%d)", label, round), Result: res, Ceiling: "enqueue", Base: b.ceil["enqueue"]})
+	res := drive.Run(ctx, drive.Options{Workers: b.cfg.Conns, Duration: b.p.aof},
+		drive.Clicks(drive.NewClient(n.addr, b.cfg.Conns), []drive.Program{p}, int64(2+round)<<20))
+	b.row(drive.Row{Name: fmt.Sprintf("%s (%d)", label, round), Result: res, Ceiling: "enqueue", Base: b.ceil["enqueue"]})
 	return res.Throughput(), nil
 }
 
 // listingRun loads the listing program's clicks straight into Postgres
 // and measures the dashboard listing at a fixed rate.
 func (b *bench) listingRun(ctx context.Context, n *node, w *world) error {
-	took, err := dataset.Load(ctx, b.dbURL, dataset.Clicks{ProgramID: w.listing.ID, PartnerID: w.listing.PartnerID,
+	took, err := stack.LoadClicks(ctx, b.dbURL, stack.Clicks{ProgramID: w.listing.ID, PartnerID: w.listing.PartnerID,
 		LinkID: w.listing.LinkID, N: b.p.listingClicks, Span: 50 * 24 * time.Hour, Workers: 2})
 	if err != nil {
 		return err
 	}
 	b.fact("listing clicks loaded", fmt.Sprintf("%d in %s", b.p.listingClicks, took.Round(time.Second)))
 	pool := 16
-	c := httpc.New(n.addr, pool)
+	c := drive.NewClient(n.addr, pool)
 	queries := drive.ListingQueries(w.listing.ID, time.Now())
-	all := &load.Result{Latency: hist.New(), Status: map[int]int64{}}
+	all := &drive.Result{Latency: drive.NewHistogram(), Status: map[int]int64{}}
 	for _, q := range queries {
-		res := load.Run(ctx, load.Options{Rate: b.p.listingRate, Workers: pool, Duration: b.p.listing / time.Duration(len(queries))},
+		res := drive.Run(ctx, drive.Options{Rate: b.p.listingRate, Workers: pool, Duration: b.p.listing / time.Duration(len(queries))},
 			drive.Listing(c, q, w.OwnerToken))
-		b.row(report.Row{Name: "listing: " + q.Name, Result: res, Note: q.Path})
+		b.row(drive.Row{Name: "listing: " + q.Name, Result: res, Note: q.Path})
 		all.Add(res)
 	}
 	b.target(fmt.Sprintf("listing p99 on %s clicks", millions(b.p.listingClicks)), b.rateMeasured(all)+" over the four queries",
-		"p99 ≤ "+report.Ms(listingP99), rateOK(all, listingP99))
+		"p99 ≤ "+drive.Ms(listingP99), rateOK(all, listingP99))
 	return nil
 }
 

@@ -13,3 +13,10 @@ func TestMachineSpeedComparesEachCeilingWithTheIssues(t *testing.T) {
 		}
 	}
 }
+
+func TestMachineSpeedNamesOnlyTheCeilingsMeasured(t *testing.T) {
+	got := machineSpeed(map[string]float64{"raw": 1300})
+	if !strings.HasPrefix(got, "raw sale transaction 0.50× the issue's figures (2.6 k tx/s)") || strings.Contains(got, "fiber") {
+		t.Errorf("machineSpeed = %q, want only the raw sale transaction", got)
+	}
+}

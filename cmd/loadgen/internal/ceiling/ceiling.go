@@ -1,8 +1,9 @@
-// Package ceiling is the two HTTP ceilings the bench measures our edge
-// against: a bare fiber handler that parses a ~330-byte JSON click and
-// answers a small JSON body, and the same handler plus one asynq enqueue
-// per request. The bench runs them in a child process (loadgen
-// ceiling-server) so that they, like the edge, have a runtime of their own.
+// Package ceiling is what the bench measures the service against: two
+// HTTP ceilings, a bare fiber handler that parses a ~330-byte JSON click
+// and answers a small JSON body and the same handler plus one asynq
+// enqueue per request, and the raw sale transaction (RawTx). The bench
+// runs the HTTP ceilings in a child process (loadgen ceiling-server) so
+// that they, like the edge, have a runtime of their own.
 package ceiling
 
 import (

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/partnertrack/partnertrack/cmd/loadgen/internal/httpc"
+	"github.com/partnertrack/partnertrack/cmd/loadgen/internal/drive"
 )
 
 func TestBareCeilingParsesAndAnswers(t *testing.T) {
@@ -13,15 +13,15 @@ func TestBareCeilingParsesAndAnswers(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	c := httpc.New(s.Addr(), 1)
+	c := drive.NewClient(s.Addr(), 1)
 	var out []byte
-	status, err := c.Do(&httpc.Request{Method: "POST", Path: "/api/v1/track/click",
+	status, err := c.Do(&drive.Request{Method: "POST", Path: "/api/v1/track/click",
 		Body: []byte(`{"affiliate_url":"https://shop.example/?aff=x"}`)}, &out)
 	if err != nil || status != 200 || !strings.Contains(string(out), `"click_id":"clk_1"`) {
 		t.Fatalf("status %d, body %s, err %v", status, out, err)
 	}
 	out = out[:0]
-	status, _ = c.Do(&httpc.Request{Method: "POST", Path: "/api/v1/track/click", Body: []byte(`{}`)}, &out)
+	status, _ = c.Do(&drive.Request{Method: "POST", Path: "/api/v1/track/click", Body: []byte(`{}`)}, &out)
 	if status != 400 {
 		t.Fatalf("a click without affiliate_url answered %d %s", status, out)
 	}

@@ -1,7 +1,8 @@
-// Package httpc is the load generator's HTTP client: a fasthttp host
-// client with one keep-alive connection per worker, and small JSON helpers
-// for the calls that provision a run.
-package httpc
+package drive
+
+// The load generator's HTTP client: a fasthttp host client with one
+// keep-alive connection per worker, and small JSON helpers for the calls
+// that provision a run.
 
 import (
 	"encoding/json"
@@ -18,7 +19,7 @@ type Client struct {
 }
 
 // New returns a client of addr (host:port) with at most conns connections.
-func New(addr string, conns int) *Client {
+func NewClient(addr string, conns int) *Client {
 	return &Client{
 		hc: &fasthttp.HostClient{
 			Addr:                          addr,

@@ -1,8 +1,9 @@
-// Package drive turns a provisioned world into request functions for the
-// load runner: clicks (spread over many client addresses through
-// X-Forwarded-For), server-mode leads, sales, refunds of the sales made,
-// and signed Stripe checkout events.
 package drive
+
+// The request functions the runner drives, made from a provisioned world:
+// clicks (spread over many client addresses through X-Forwarded-For),
+// server-mode leads, sales, refunds of the sales made, signed Stripe
+// checkout events and the dashboard listing.
 
 import (
 	"context"
@@ -11,9 +12,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/partnertrack/partnertrack/cmd/loadgen/internal/httpc"
-	"github.com/partnertrack/partnertrack/cmd/loadgen/internal/load"
-	"github.com/partnertrack/partnertrack/cmd/loadgen/internal/provision"
 	"github.com/partnertrack/partnertrack/ledger/stripetest"
 )
 
@@ -37,13 +35,13 @@ func ClickBody(code string) []byte {
 
 // Clicks posts clicks on the programs' links, program i%len and client
 // address ipBase+i.
-func Clicks(c *httpc.Client, programs []provision.Program, ipBase int64) load.Do {
+func Clicks(c *Client, programs []Program, ipBase int64) Do {
 	bodies := make([][]byte, len(programs))
 	for i, p := range programs {
 		bodies[i] = ClickBody(p.Code)
 	}
 	return func(ctx context.Context, w int, i int64) (int, error) {
-		return c.Do(&httpc.Request{Method: "POST", Path: "/api/v1/track/click",
+		return c.Do(&Request{Method: "POST", Path: "/api/v1/track/click",
 			Header: [][2]string{{"X-Forwarded-For", IP(ipBase + i%ClientIPs)}},
 			Body:   bodies[i%int64(len(bodies))]}, nil)
 	}
@@ -53,20 +51,20 @@ func Clicks(c *httpc.Client, programs []provision.Program, ipBase int64) load.Do
 // accepted ones, for leads (a lead needs a click of its own: a customer
 // past the lead stage refuses another).
 type ClickIDs struct {
-	c    *httpc.Client
+	c    *Client
 	body []byte
 	ids  [][]string // per worker
 }
 
 // NewClickIDs returns a recorder of clicks on program p.
-func NewClickIDs(c *httpc.Client, p provision.Program, workers int) *ClickIDs {
+func NewClickIDs(c *Client, p Program, workers int) *ClickIDs {
 	return &ClickIDs{c: c, body: ClickBody(p.Code), ids: make([][]string, workers)}
 }
 
 // Do is the load function.
 func (k *ClickIDs) Do(ctx context.Context, w int, i int64) (int, error) {
 	var out []byte
-	status, err := k.c.Do(&httpc.Request{Method: "POST", Path: "/api/v1/track/click",
+	status, err := k.c.Do(&Request{Method: "POST", Path: "/api/v1/track/click",
 		Header: [][2]string{{"X-Forwarded-For", IP(3<<20 + i%ClientIPs)}}, Body: k.body}, &out)
 	if status == 200 {
 		var r struct {
@@ -90,14 +88,14 @@ func (k *ClickIDs) IDs() []string {
 
 // Leads posts server-mode leads with program p's key, lead i on click i
 // with a customer key of its own; the run ends when the clicks run out.
-func Leads(c *httpc.Client, p provision.Program, clicks []string, tag string) load.Do {
+func Leads(c *Client, p Program, clicks []string, tag string) Do {
 	return func(ctx context.Context, w int, i int64) (int, error) {
 		if i >= int64(len(clicks)) {
-			return 0, load.ErrStop
+			return 0, ErrStop
 		}
 		n := strconv.FormatInt(i, 10)
 		body := `{"click_id":"` + clicks[i] + `","customer_key":"` + tag + "-cust-" + n + `","email":"c` + n + `@buyer.example"}`
-		return c.Do(&httpc.Request{Method: "POST", Path: "/api/v1/track/lead", Token: p.Key,
+		return c.Do(&Request{Method: "POST", Path: "/api/v1/track/lead", Token: p.Key,
 			Header: [][2]string{{"X-Forwarded-For", IP(i % ClientIPs)}}, Body: []byte(body)}, nil)
 	}
 }
@@ -105,15 +103,15 @@ func Leads(c *httpc.Client, p provision.Program, clicks []string, tag string) lo
 // Sales posts sales attributed to the programs' seed clicks (sale i with
 // program i%len's key) and remembers which succeeded, for Refunds.
 type Sales struct {
-	c        *httpc.Client
-	programs []provision.Program
+	c        *Client
+	programs []Program
 	prefix   string
 	made     [][]int64 // per worker
 }
 
 // NewSales returns the sales of one phase; prefix makes transaction ids
 // unique (it must differ between phases and runs).
-func NewSales(c *httpc.Client, programs []provision.Program, prefix string, workers int) *Sales {
+func NewSales(c *Client, programs []Program, prefix string, workers int) *Sales {
 	return &Sales{c: c, programs: programs, prefix: prefix, made: make([][]int64, workers)}
 }
 
@@ -122,7 +120,7 @@ func (s *Sales) Do(ctx context.Context, w int, i int64) (int, error) {
 	p := s.programs[i%int64(len(s.programs))]
 	click := p.Clicks[int(i/int64(len(s.programs)))%len(p.Clicks)]
 	body := `{"transaction_id":"` + s.txn(i) + `","amount_cents":4999,"currency":"USD","click_id":"` + click + `"}`
-	status, err := s.c.Do(&httpc.Request{Method: "POST", Path: "/api/v1/track/sale", Token: p.Key, Body: []byte(body)}, nil)
+	status, err := s.c.Do(&Request{Method: "POST", Path: "/api/v1/track/sale", Token: p.Key, Body: []byte(body)}, nil)
 	if status >= 200 && status < 300 {
 		s.made[w] = append(s.made[w], i)
 	}
@@ -142,29 +140,29 @@ func (s *Sales) Made() []int64 {
 
 // Refunds refunds the sales made, in full, one request each; the run ends
 // when every sale was refunded.
-func (s *Sales) Refunds() load.Do {
+func (s *Sales) Refunds() Do {
 	made := s.Made()
 	return func(ctx context.Context, w int, i int64) (int, error) {
 		if i >= int64(len(made)) {
-			return 0, load.ErrStop
+			return 0, ErrStop
 		}
 		sale := made[i]
 		p := s.programs[sale%int64(len(s.programs))]
 		body := `{"transaction_id":"` + s.txn(sale) + `","reason":"refund","refund_reason":"load test"}`
-		return s.c.Do(&httpc.Request{Method: "POST", Path: "/api/v1/track/refund", Token: p.Key, Body: []byte(body)}, nil)
+		return s.c.Do(&Request{Method: "POST", Path: "/api/v1/track/refund", Token: p.Key, Body: []byte(body)}, nil)
 	}
 }
 
 // Stripe posts checkout.session.completed events of the programs'
 // processor accounts, attributed to their seed clicks and signed with
 // the webhook secret as Stripe signs them.
-func Stripe(c *httpc.Client, programs []provision.Program, secret string) load.Do {
+func Stripe(c *Client, programs []Program, secret string) Do {
 	return func(ctx context.Context, w int, i int64) (int, error) {
 		p := programs[i%int64(len(programs))]
 		ev := stripetest.CheckoutCompleted(p.Account).
 			Set("metadata.svc_click_id", p.Clicks[int(i/int64(len(programs)))%len(p.Clicks)])
 		payload := ev.Payload()
-		return c.Do(&httpc.Request{Method: "POST", Path: "/api/v1/webhooks/stripe",
+		return c.Do(&Request{Method: "POST", Path: "/api/v1/webhooks/stripe",
 			Header: [][2]string{{"Stripe-Signature", stripetest.Sign(payload, secret, time.Now())}}, Body: payload}, nil)
 	}
 }
@@ -190,8 +188,8 @@ func ListingQueries(programID int64, now time.Time) []ListingQuery {
 }
 
 // Listing reads one listing query with a dashboard token.
-func Listing(c *httpc.Client, q ListingQuery, token string) load.Do {
+func Listing(c *Client, q ListingQuery, token string) Do {
 	return func(ctx context.Context, w int, i int64) (int, error) {
-		return c.Do(&httpc.Request{Method: "GET", Path: q.Path, Token: token}, nil)
+		return c.Do(&Request{Method: "GET", Path: q.Path, Token: token}, nil)
 	}
 }

@@ -1,4 +1,4 @@
-package hist
+package drive
 
 import (
 	"testing"
@@ -32,7 +32,7 @@ func TestRelativeErrorBound(t *testing.T) {
 }
 
 func TestQuantilesOfUniformValues(t *testing.T) {
-	h := New()
+	h := NewHistogram()
 	for i := 1; i <= 1000; i++ {
 		h.Record(time.Duration(i) * time.Millisecond)
 	}
@@ -55,7 +55,7 @@ func TestQuantilesOfUniformValues(t *testing.T) {
 }
 
 func TestQuantileOfATailIsTheTail(t *testing.T) {
-	h := New()
+	h := NewHistogram()
 	for i := 0; i < 989; i++ {
 		h.Record(2 * time.Millisecond)
 	}
@@ -71,7 +71,7 @@ func TestQuantileOfATailIsTheTail(t *testing.T) {
 }
 
 func TestMergeAndEmpty(t *testing.T) {
-	a, b := New(), New()
+	a, b := NewHistogram(), NewHistogram()
 	if a.Quantile(0.99) != 0 || a.Mean() != 0 {
 		t.Fatal("an empty histogram reports values")
 	}

@@ -1,8 +1,9 @@
-// Package cpustat reads the machine's CPU time from /proc/stat, to tell
-// how much of a measured run the hypervisor gave to other guests (steal
-// time): on a shared host, a run with a large share stolen measured the
-// neighbours as much as the code.
-package cpustat
+package stack
+
+// The machine's CPU time, read from /proc/stat, tells how much of a
+// measured run the hypervisor gave to other guests (steal time): on a
+// shared host, a run with a large share stolen measured the neighbours as
+// much as the code.
 
 import (
 	"bufio"
@@ -17,21 +18,21 @@ import (
 	"time"
 )
 
-// Times are CPU times summed over all CPUs, in clock ticks.
-type Times struct {
+// CPUTimes are CPU times summed over all CPUs, in clock ticks.
+type CPUTimes struct {
 	Busy  uint64 // user, nice, system, irq, softirq
 	Idle  uint64 // idle, iowait
 	Steal uint64 // time the hypervisor ran another guest while this one was runnable
 }
 
 // Sub is the time spent from u to t.
-func (t Times) Sub(u Times) Times {
-	return Times{Busy: t.Busy - u.Busy, Idle: t.Idle - u.Idle, Steal: t.Steal - u.Steal}
+func (t CPUTimes) Sub(u CPUTimes) CPUTimes {
+	return CPUTimes{Busy: t.Busy - u.Busy, Idle: t.Idle - u.Idle, Steal: t.Steal - u.Steal}
 }
 
 // StealShare is the share of all CPU time that was stolen (0 when no time
 // passed).
-func (t Times) StealShare() float64 {
+func (t CPUTimes) StealShare() float64 {
 	total := t.Busy + t.Idle + t.Steal
 	if total == 0 {
 		return 0
@@ -40,10 +41,10 @@ func (t Times) StealShare() float64 {
 }
 
 // Read reads the machine's CPU times now.
-func Read() (Times, error) {
+func ReadCPU() (CPUTimes, error) {
 	f, err := os.Open("/proc/stat")
 	if err != nil {
-		return Times{}, err
+		return CPUTimes{}, err
 	}
 	defer f.Close()
 	return parse(f)
@@ -51,40 +52,40 @@ func Read() (Times, error) {
 
 // parse reads the aggregate "cpu" line of /proc/stat: user nice system
 // idle iowait irq softirq steal (guest time is counted in user already).
-func parse(r io.Reader) (Times, error) {
+func parse(r io.Reader) (CPUTimes, error) {
 	line, err := bufio.NewReader(r).ReadString('\n')
 	if err != nil && line == "" {
-		return Times{}, err
+		return CPUTimes{}, err
 	}
 	fields := strings.Fields(line)
 	if len(fields) < 9 || fields[0] != "cpu" {
-		return Times{}, errors.New("cpustat: no cpu line in /proc/stat")
+		return CPUTimes{}, errors.New("cpustat: no cpu line in /proc/stat")
 	}
 	var v [8]uint64
 	for i := range v {
 		if v[i], err = strconv.ParseUint(fields[i+1], 10, 64); err != nil {
-			return Times{}, fmt.Errorf("cpustat: field %d of the cpu line: %w", i+1, err)
+			return CPUTimes{}, fmt.Errorf("cpustat: field %d of the cpu line: %w", i+1, err)
 		}
 	}
-	return Times{Busy: v[0] + v[1] + v[2] + v[5] + v[6], Idle: v[3] + v[4], Steal: v[7]}, nil
+	return CPUTimes{Busy: v[0] + v[1] + v[2] + v[5] + v[6], Idle: v[3] + v[4], Steal: v[7]}, nil
 }
 
-// Sampler reads the CPU times at a fixed interval, so that the times of
+// CPUSampler reads the CPU times at a fixed interval, so that the times of
 // any span of the sampling can be told afterwards.
-type Sampler struct {
+type CPUSampler struct {
 	mu      sync.Mutex
 	samples []sample
 }
 
 type sample struct {
 	at time.Time
-	t  Times
+	t  CPUTimes
 }
 
 // Start samples every interval until ctx is done. On a machine without
 // /proc/stat it samples nothing, and Between finds nothing.
-func Start(ctx context.Context, interval time.Duration) *Sampler {
-	s := &Sampler{}
+func SampleCPU(ctx context.Context, interval time.Duration) *CPUSampler {
+	s := &CPUSampler{}
 	s.take()
 	go func() {
 		tick := time.NewTicker(interval)
@@ -101,8 +102,8 @@ func Start(ctx context.Context, interval time.Duration) *Sampler {
 	return s
 }
 
-func (s *Sampler) take() {
-	t, err := Read()
+func (s *CPUSampler) take() {
+	t, err := ReadCPU()
 	if err != nil {
 		return
 	}
@@ -114,7 +115,7 @@ func (s *Sampler) take() {
 // Between is the CPU time spent from the last sample at or before from to
 // the first one at or after to (a span a little wider than asked, never
 // narrower); false when the samples do not cover the span.
-func (s *Sampler) Between(from, to time.Time) (Times, bool) {
+func (s *CPUSampler) Between(from, to time.Time) (CPUTimes, bool) {
 	s.take() // a span that ends now is covered
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -128,19 +129,19 @@ func (s *Sampler) Between(from, to time.Time) (Times, bool) {
 		}
 	}
 	if first < 0 || last < 0 || last <= first {
-		return Times{}, false
+		return CPUTimes{}, false
 	}
 	return s.samples[last].t.Sub(s.samples[first].t), true
 }
 
 // Total is the CPU time spent from the first sample to now; false when
 // nothing was sampled.
-func (s *Sampler) Total() (Times, bool) {
+func (s *CPUSampler) Total() (CPUTimes, bool) {
 	s.take()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.samples) < 2 {
-		return Times{}, false
+		return CPUTimes{}, false
 	}
 	return s.samples[len(s.samples)-1].t.Sub(s.samples[0].t), true
 }

@@ -1,5 +1,7 @@
-// Package load drives a request function either at a fixed arrival rate
-// or as fast as a fixed number of workers can, and measures it.
+package drive
+
+// The runner drives a request function either at a fixed arrival rate or
+// as fast as a fixed number of workers can, and measures it.
 //
 // At a fixed rate there is no coordinated omission: request i is due at
 // start + i/rate whatever happened before it, its latency is measured
@@ -8,7 +10,6 @@
 // only start late is counted as late. The pool is bounded: requests still
 // unsent when the drain period after the run ends are counted as unsent,
 // never silently dropped.
-package load
 
 import (
 	"context"
@@ -20,8 +21,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/partnertrack/partnertrack/cmd/loadgen/internal/hist"
 )
 
 // Do sends request number i from worker w and returns its HTTP status (0
@@ -89,7 +88,7 @@ type Result struct {
 	Workers  int
 	Started  time.Time
 	Elapsed  time.Duration // from the start to the last answer
-	Latency  *hist.Histogram
+	Latency  *Histogram
 	Status   map[int]int64 // by HTTP status; 0 counts transport errors
 	Sent     int64
 	Late     int64 // rate mode: started more than LateAfter after due
@@ -183,7 +182,7 @@ func PoolSize(rate float64) int {
 type workerState struct {
 	start  time.Time
 	slow   map[int64]int64
-	lat    *hist.Histogram
+	lat    *Histogram
 	status map[int]int64
 	sent   int64
 	late   int64
@@ -224,7 +223,7 @@ func Run(ctx context.Context, opts Options, do Do) *Result {
 	hardEnd := end.Add(opts.Drain)
 	var wg sync.WaitGroup
 	for w := range states {
-		st := &workerState{start: start, slow: make(map[int64]int64), lat: hist.New(), status: make(map[int]int64)}
+		st := &workerState{start: start, slow: make(map[int64]int64), lat: NewHistogram(), status: make(map[int]int64)}
 		states[w] = st
 		wg.Add(1)
 		go func() {
@@ -237,7 +236,7 @@ func Run(ctx context.Context, opts Options, do Do) *Result {
 		}()
 	}
 	wg.Wait()
-	res := &Result{Rate: opts.Rate, Workers: opts.Workers, Started: start, Latency: hist.New(), Status: make(map[int]int64),
+	res := &Result{Rate: opts.Rate, Workers: opts.Workers, Started: start, Latency: NewHistogram(), Status: make(map[int]int64),
 		SlowBySecond: make(map[int64]int64)}
 	last := start
 	for _, st := range states {

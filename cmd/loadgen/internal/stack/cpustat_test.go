@@ -1,4 +1,4 @@
-package cpustat
+package stack
 
 import (
 	"context"
@@ -13,11 +13,11 @@ func TestParseSumsTheCPULine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Times{Busy: 316617 + 169 + 73603 + 0 + 16176, Idle: 217545 + 5811, Steal: 18239}
+	want := CPUTimes{Busy: 316617 + 169 + 73603 + 0 + 16176, Idle: 217545 + 5811, Steal: 18239}
 	if got != want {
 		t.Fatalf("parse = %+v, want %+v", got, want)
 	}
-	share := Times{Busy: 70, Idle: 20, Steal: 10}.StealShare()
+	share := CPUTimes{Busy: 70, Idle: 20, Steal: 10}.StealShare()
 	if math.Abs(share-0.10) > 1e-9 {
 		t.Fatalf("steal share %v, want 0.10", share)
 	}
@@ -29,7 +29,7 @@ func TestParseSumsTheCPULine(t *testing.T) {
 func TestSamplerCoversASpanOfItsSampling(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	s := Start(ctx, 10*time.Millisecond)
+	s := SampleCPU(ctx, 10*time.Millisecond)
 	from := time.Now()
 	time.Sleep(60 * time.Millisecond)
 	spent, ok := s.Between(from, time.Now())

@@ -1,13 +1,13 @@
 //go:build !linux
 
-package faulttest
+package proc
 
 import (
 	"os/exec"
 	"syscall"
 )
 
-func bindToTest(cmd *exec.Cmd, cred *syscall.Credential) {
+func bindToParent(cmd *exec.Cmd, cred *syscall.Credential) {
 	if cred != nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	}

@@ -1,10 +1,11 @@
-// Package dataset bulk-loads the clicks the listing is measured on
-// straight into the bench database: generate_series inserts in parallel
-// ranges with the secondary indexes of clicks dropped during the load and
-// rebuilt after it (from their own definitions, read from the catalog),
-// and foreign-key triggers off for the loading sessions only; then the
-// table is vacuumed and analyzed.
-package dataset
+package stack
+
+// LoadClicks bulk-loads the clicks the listing is measured on straight
+// into the bench database: generate_series inserts in parallel ranges with
+// the secondary indexes of clicks dropped during the load and rebuilt
+// after it (from their own definitions, read from the catalog), and
+// foreign-key triggers off for the loading sessions only; then the table
+// is vacuumed and analyzed.
 
 import (
 	"context"
@@ -26,7 +27,7 @@ type Clicks struct {
 }
 
 // Load inserts the clicks and returns how long it took.
-func Load(ctx context.Context, dsn string, c Clicks) (time.Duration, error) {
+func LoadClicks(ctx context.Context, dsn string, c Clicks) (time.Duration, error) {
 	start := time.Now()
 	db, err := sql.Open("postgres", dsn)
 	if err != nil {

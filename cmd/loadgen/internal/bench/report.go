@@ -1,35 +1,12 @@
-// Package report formats what a load run or the bench measured: one line
-// per run (throughput, ratio to its ceiling, percentiles, statuses), one
-// line per target ("name: measured (target) ok|short"), the final
-// "N passed, M failed", and the Markdown of docs/performance.md.
-package report
+package bench
 
 import (
 	"fmt"
-	"sort"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/partnertrack/partnertrack/cmd/loadgen/internal/load"
+	"github.com/partnertrack/partnertrack/cmd/loadgen/internal/drive"
 )
-
-// Row is one measured run.
-type Row struct {
-	Name    string
-	Result  *load.Result
-	Ceiling string  // the name of the ceiling it is a ratio to ("" for none)
-	Base    float64 // that ceiling's throughput
-	Note    string  // anything else measured with it
-}
-
-// Ratio is the row's throughput over its ceiling's (0 without one).
-func (r Row) Ratio() float64 {
-	if r.Base <= 0 || r.Result == nil {
-		return 0
-	}
-	return r.Result.Throughput() / r.Base
-}
 
 // Target is one figure the issue asks for.
 type Target struct {
@@ -59,80 +36,6 @@ func Summary(ts []Target) string {
 	return fmt.Sprintf("%d passed, %d failed", passed, len(ts)-passed)
 }
 
-// Ms formats a duration in milliseconds with two significant decimals.
-func Ms(d time.Duration) string {
-	ms := float64(d) / float64(time.Millisecond)
-	switch {
-	case ms < 10:
-		return strconv.FormatFloat(ms, 'f', 2, 64) + " ms"
-	case ms < 100:
-		return strconv.FormatFloat(ms, 'f', 1, 64) + " ms"
-	}
-	return strconv.FormatFloat(ms, 'f', 0, 64) + " ms"
-}
-
-// Rate formats a throughput.
-func Rate(perSec float64) string {
-	if perSec >= 10000 {
-		return strconv.FormatFloat(perSec/1000, 'f', 1, 64) + " k/s"
-	}
-	return strconv.FormatFloat(perSec, 'f', 0, 64) + "/s"
-}
-
-// Statuses formats status counts, most frequent first ("200×1000 429×3";
-// transport errors as "err").
-func Statuses(m map[int]int64) string {
-	codes := make([]int, 0, len(m))
-	for c := range m {
-		codes = append(codes, c)
-	}
-	sort.Slice(codes, func(i, j int) bool {
-		if m[codes[i]] != m[codes[j]] {
-			return m[codes[i]] > m[codes[j]]
-		}
-		return codes[i] < codes[j]
-	})
-	parts := make([]string, len(codes))
-	for i, c := range codes {
-		name := strconv.Itoa(c)
-		if c == 0 {
-			name = "err"
-		}
-		parts[i] = name + "×" + strconv.FormatInt(m[c], 10)
-	}
-	return strings.Join(parts, " ")
-}
-
-// mode describes how a run was driven.
-func mode(r *load.Result) string {
-	if r.Rate > 0 {
-		return fmt.Sprintf("%s fixed, pool %d", Rate(r.Rate), r.Workers)
-	}
-	return fmt.Sprintf("max, %d conns", r.Workers)
-}
-
-// Line is the row as one line of text.
-func (r Row) Line() string {
-	res := r.Result
-	var b strings.Builder
-	fmt.Fprintf(&b, "%-28s %10s", r.Name, Rate(res.Throughput()))
-	if r.Ceiling != "" {
-		fmt.Fprintf(&b, " (%.2f× %s)", r.Ratio(), r.Ceiling)
-	}
-	fmt.Fprintf(&b, "  p50 %s p90 %s p99 %s max %s  [%s]  %s", Ms(res.Latency.Quantile(0.5)), Ms(res.Latency.Quantile(0.9)),
-		Ms(res.Latency.Quantile(0.99)), Ms(res.Latency.Max()), mode(res), Statuses(res.Status))
-	if res.Late > 0 || res.Unsent > 0 {
-		fmt.Fprintf(&b, "  late %d unsent %d", res.Late, res.Unsent)
-	}
-	if res.FirstErr != "" {
-		fmt.Fprintf(&b, "  first error: %s", res.FirstErr)
-	}
-	if r.Note != "" {
-		b.WriteString("  " + r.Note)
-	}
-	return b.String()
-}
-
 // Document is the content of docs/performance.md.
 type Document struct {
 	Command string
@@ -140,7 +43,7 @@ type Document struct {
 	Machine string
 	Took    time.Duration
 	Notes   []string
-	Rows    []Row
+	Rows    []drive.Row
 	Facts   [][2]string // other figures: name, value
 	Targets []Target
 }
@@ -183,9 +86,9 @@ func (d Document) Markdown() string {
 			}
 			note = late
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.Name, mode(res), Rate(res.Throughput()), ratio,
-			Ms(res.Latency.Quantile(0.5)), Ms(res.Latency.Quantile(0.9)), Ms(res.Latency.Quantile(0.99)), Ms(res.Latency.Max()),
-			Statuses(res.Status), strings.ReplaceAll(note, "|", "/"))
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.Name, res.Mode(), drive.Rate(res.Throughput()), ratio,
+			drive.Ms(res.Latency.Quantile(0.5)), drive.Ms(res.Latency.Quantile(0.9)), drive.Ms(res.Latency.Quantile(0.99)), drive.Ms(res.Latency.Max()),
+			drive.Statuses(res.Status), strings.ReplaceAll(note, "|", "/"))
 	}
 	if len(d.Facts) > 0 {
 		b.WriteString("\n## Other figures\n\n| figure | value |\n|---|---|\n")
@@ -202,6 +105,7 @@ func (d Document) Markdown() string {
 - **clicks at max** runs with the worker stopped, like the enqueue ceiling, which has no consumer; a worker starts when the load stops and the note gives the time until every accepted click was in Postgres. It runs twice, (1) right after the second ceilings and (2) after the sustained clicks, and the click intake target takes the better run, as each ceiling does (the better of two runs on one side of a ratio only would tilt it). **clicks at 10 k/s** runs with the worker draining all along and samples, every second, the accepted clicks not yet in Postgres (the backlog), reading what is in Postgres from its statistics (` + "`n_tup_ins`" + ` of the clicks partitions: counting 600 k rows a second would take half a core from the system measured; the statistics lag by up to a second, so the backlog reads at most a second of load high, never low); the time until every click is in Postgres is from counting the rows.
 - **AOF** rows: the same click intake against two private redis-servers, one without persistence and one with ` + "`appendonly yes`, `appendfsync everysec`" + `, no worker draining them; two rounds alternate the two, and the cost compares the better run of each.
 - **clicks through a Redis kill**: an edge and a worker of their own on a private redis-server (AOF everysec, as docker-compose runs it); clicks at 1 k/s for 3 s, then Redis is killed (SIGKILL) for 10 s and restarted, then 3 s more. Latency over the whole run from the intended send times; every accepted click must then be in Postgres exactly once. ` + "`" + `make bench BENCH_ONLY=redis-kill` + "`" + ` runs this phase alone (it writes nothing).
+- ` + "`" + `make bench BENCH_ONLY=money` + "`" + ` runs the money phases alone: the raw sale transaction (1) and (2), sales at max and at 1 k/s, then, right after them rather than after the click phases, the refunds of those sales at max and at 1 k/s, with their rows, targets and this machine's speed; it writes nothing. ` + "`" + `BENCH_EDGE_BIN` + "`" + ` and ` + "`" + `BENCH_WORKER_BIN` + "`" + ` (` + "`" + `loadgen bench --edge-bin` + "`" + `, ` + "`" + `--worker-bin` + "`" + `) measure an edge and a worker built from another checkout instead of this one's, on the schema this checkout's migrations make, to compare old and new code on the same machine in the same hour.
 - **listing**: the dashboard's tracking-event listing of a program whose clicks were bulk-loaded into Postgres, four queries in turn at a fixed rate.
 - Before each measured phase after the first, the bench waits until the worker has no task pending or running (the notifications, processor events and clicks the phases before left it), up to two minutes, so that a phase measures its own work rather than the backlog of the one before on the same cores; a wait of a second or more is listed under the notes. Then it runs a Postgres ` + "`CHECKPOINT`" + `, and so before each raw sale transaction too: otherwise the WAL of the click phases forces one (max_wal_size) that spreads its writes over whichever phase comes next, and the phases compared would not start alike.
 - Peak RSS is VmHWM from /proc of the edge and the worker.

@@ -1,8 +1,10 @@
-// Package single runs one load against a running edge: it provisions its
-// programs through the operator API, drives one kind of request at a rate
-// or as fast as it can, prints throughput, percentiles and statuses, and
-// for clicks how long until every accepted click was in Postgres.
-package single
+package drive
+
+// RunKind is `loadgen run`: one load against a running edge. It
+// provisions its programs through the operator API, drives one kind of
+// request at a rate or as fast as it can, prints throughput, percentiles
+// and statuses, and for clicks how long until every accepted click was in
+// Postgres.
 
 import (
 	"context"
@@ -13,19 +15,13 @@ import (
 	"time"
 
 	_ "github.com/lib/pq" // the Postgres driver
-
-	"github.com/partnertrack/partnertrack/cmd/loadgen/internal/drive"
-	"github.com/partnertrack/partnertrack/cmd/loadgen/internal/httpc"
-	"github.com/partnertrack/partnertrack/cmd/loadgen/internal/load"
-	"github.com/partnertrack/partnertrack/cmd/loadgen/internal/provision"
-	"github.com/partnertrack/partnertrack/cmd/loadgen/internal/report"
 )
 
 // Kinds are the request kinds a run drives.
 var Kinds = []string{"click", "lead", "sale", "refund", "stripe"}
 
-// Options describe the run.
-type Options struct {
+// KindOptions describe a run of `loadgen run`.
+type KindOptions struct {
 	Addr          string // the edge, host:port
 	OperatorToken string
 	Kind          string
@@ -44,12 +40,12 @@ type Options struct {
 // them over enough program keys (120 sale and refund calls a minute each).
 const assumedMax = 4000
 
-// Run runs the load.
-func Run(ctx context.Context, o Options) error {
+// RunKind runs the load.
+func RunKind(ctx context.Context, o KindOptions) error {
 	if o.Conns <= 0 {
 		o.Conns = 64
 		if o.Rate > 0 {
-			o.Conns = load.PoolSize(o.Rate)
+			o.Conns = PoolSize(o.Rate)
 		}
 	}
 	expected := o.Rate * o.Duration.Seconds()
@@ -79,7 +75,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	tag := "lg" + strconv.FormatInt(time.Now().UnixNano()%1e10, 36)
 	start := time.Now()
-	w, err := provision.Provision(ctx, httpc.New(o.Addr, 16), provision.Options{OperatorToken: o.OperatorToken, Tag: tag,
+	w, err := Provision(ctx, NewClient(o.Addr, 16), ProvisionOptions{OperatorToken: o.OperatorToken, Tag: tag,
 		Programs: programs, Accounts: o.Kind == "stripe", SeedClicks: seeds})
 	if err != nil {
 		return fmt.Errorf("provision: %w", err)
@@ -92,29 +88,29 @@ func Run(ctx context.Context, o Options) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	c := httpc.New(o.Addr, o.Conns)
-	opts := load.Options{Rate: o.Rate, Workers: o.Conns, Duration: o.Duration, Slow: o.Slow}
-	var do load.Do
+	c := NewClient(o.Addr, o.Conns)
+	opts := Options{Rate: o.Rate, Workers: o.Conns, Duration: o.Duration, Slow: o.Slow}
+	var do Do
 	switch o.Kind {
 	case "click":
-		do = drive.Clicks(c, w.Programs, 0)
+		do = Clicks(c, w.Programs, 0)
 	case "lead":
-		clicks := drive.NewClickIDs(c, w.Programs[0], o.Conns)
-		res := load.Run(ctx, load.Options{Workers: o.Conns, Duration: 10 * time.Minute, Limit: int64(expected)}, clicks.Do)
-		fmt.Fprintln(o.Out, report.Row{Name: "clicks to lead on", Result: res}.Line())
-		do = drive.Leads(c, w.Programs[0], clicks.IDs(), tag)
+		clicks := NewClickIDs(c, w.Programs[0], o.Conns)
+		res := Run(ctx, Options{Workers: o.Conns, Duration: 10 * time.Minute, Limit: int64(expected)}, clicks.Do)
+		fmt.Fprintln(o.Out, Row{Name: "clicks to lead on", Result: res}.Line())
+		do = Leads(c, w.Programs[0], clicks.IDs(), tag)
 	case "sale":
-		do = drive.NewSales(c, w.Programs, tag, o.Conns).Do
+		do = NewSales(c, w.Programs, tag, o.Conns).Do
 	case "refund":
-		sales := drive.NewSales(c, w.Programs, tag, o.Conns)
-		res := load.Run(ctx, load.Options{Workers: o.Conns, Duration: 10 * time.Minute, Limit: int64(expected)}, sales.Do)
-		fmt.Fprintln(o.Out, report.Row{Name: "sales to refund", Result: res}.Line())
+		sales := NewSales(c, w.Programs, tag, o.Conns)
+		res := Run(ctx, Options{Workers: o.Conns, Duration: 10 * time.Minute, Limit: int64(expected)}, sales.Do)
+		fmt.Fprintln(o.Out, Row{Name: "sales to refund", Result: res}.Line())
 		do, opts.Limit = sales.Refunds(), res.Success()
 	case "stripe":
-		do = drive.Stripe(c, w.Programs, o.StripeSecret)
+		do = Stripe(c, w.Programs, o.StripeSecret)
 	}
-	res := load.Run(ctx, opts, do)
-	fmt.Fprintln(o.Out, report.Row{Name: o.Kind + "s", Result: res}.Line())
+	res := Run(ctx, opts, do)
+	fmt.Fprintln(o.Out, Row{Name: o.Kind + "s", Result: res}.Line())
 	if o.Slow > 0 {
 		fmt.Fprintf(o.Out, "answers slower than %s by second of the run: %s\n", o.Slow, res.SlowSeconds())
 	}

@@ -1,8 +1,9 @@
-// Package rawtx measures the raw sale-shaped transaction the sale
-// endpoint is compared with: lock the partner's row, insert the sale,
-// insert its commission, update the partner's balance, commit; over
-// lib/pq with binary_parameters=yes, in a scratch database of its own.
-package rawtx
+package ceiling
+
+// RawTx measures the raw sale-shaped transaction the sale endpoint is
+// compared with: lock the partner's row, insert the sale, insert its
+// commission, update the partner's balance, commit; over lib/pq with
+// binary_parameters=yes, in a scratch database of its own.
 
 import (
 	"context"
@@ -14,7 +15,7 @@ import (
 
 	_ "github.com/lib/pq" // the Postgres driver
 
-	"github.com/partnertrack/partnertrack/cmd/loadgen/internal/load"
+	"github.com/partnertrack/partnertrack/cmd/loadgen/internal/drive"
 )
 
 // Schema is the scratch database's tables: the shape of the ledger's
@@ -27,8 +28,8 @@ CREATE TABLE commissions (id bigserial PRIMARY KEY, sale_id bigint NOT NULL REFE
   amount_cents bigint NOT NULL, status text NOT NULL, created_at timestamptz NOT NULL DEFAULT now());
 `
 
-// Options shape a baseline run.
-type Options struct {
+// RawOptions shape a run of the raw sale transaction.
+type RawOptions struct {
 	DSN      string // the scratch database (empty); binary_parameters=yes is added
 	Clients  int    // concurrent transactions (16)
 	Partners int    // partners the sales spread over
@@ -38,7 +39,7 @@ type Options struct {
 // Run creates the tables, runs transactions from Clients connections as
 // fast as they go for Duration, and returns what it measured (status 200
 // a committed transaction, 500 a failed one).
-func Run(ctx context.Context, o Options) (*load.Result, error) {
+func RawTx(ctx context.Context, o RawOptions) (*drive.Result, error) {
 	dsn := o.DSN
 	if !strings.Contains(dsn, "binary_parameters") {
 		sep := "?"
@@ -60,7 +61,7 @@ func Run(ctx context.Context, o Options) (*load.Result, error) {
 	if _, err := db.ExecContext(ctx, `INSERT INTO partners (id) SELECT generate_series(1, $1::bigint)`, o.Partners); err != nil {
 		return nil, err
 	}
-	res := load.Run(ctx, load.Options{Workers: o.Clients, Duration: o.Duration}, func(ctx context.Context, w int, i int64) (int, error) {
+	res := drive.Run(ctx, drive.Options{Workers: o.Clients, Duration: o.Duration}, func(ctx context.Context, w int, i int64) (int, error) {
 		if err := sale(ctx, db, i, int64(o.Partners)); err != nil {
 			return 500, err
 		}

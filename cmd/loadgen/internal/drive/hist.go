@@ -1,7 +1,8 @@
-// Package hist records latencies in a fixed-size log-linear histogram
-// (microsecond resolution, at most 1/64 relative error) and answers
+package drive
+
+// Latencies are recorded in a fixed-size log-linear histogram
+// (microsecond resolution, at most 1/64 relative error) that answers
 // percentiles. One histogram per goroutine, merged at the end: no locks.
-package hist
 
 import (
 	"math"
@@ -28,7 +29,7 @@ type Histogram struct {
 }
 
 // New returns an empty histogram.
-func New() *Histogram { return &Histogram{min: math.MaxUint64} }
+func NewHistogram() *Histogram { return &Histogram{min: math.MaxUint64} }
 
 // index is the bucket of v (µs).
 func index(v uint64) int {

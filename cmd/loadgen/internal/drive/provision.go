@@ -1,17 +1,16 @@
-// Package provision creates, through the operator API, the world a load
-// run drives: one workspace, programs with an enrolled partner, an active
+package drive
+
+// Provision creates, through the operator API, the world a load run
+// drives: one workspace, programs with an enrolled partner, an active
 // referral link, a live API key and (optionally) a processor account, and
 // a few seed clicks per program that sales, leads and Stripe events
 // attribute to.
-package provision
 
 import (
 	"context"
 	"fmt"
 	"strconv"
 	"sync"
-
-	"github.com/partnertrack/partnertrack/cmd/loadgen/internal/httpc"
 )
 
 // Program is one provisioned program.
@@ -30,8 +29,8 @@ type World struct {
 	Programs             []Program
 }
 
-// Options say what to provision.
-type Options struct {
+// ProvisionOptions say what to provision.
+type ProvisionOptions struct {
 	OperatorToken string
 	Tag           string // makes names, codes and accounts unique per run (letters and digits)
 	Programs      int
@@ -50,7 +49,7 @@ type idData struct {
 }
 
 // Provision creates the world.
-func Provision(ctx context.Context, c *httpc.Client, o Options) (*World, error) {
+func Provision(ctx context.Context, c *Client, o ProvisionOptions) (*World, error) {
 	if o.Concurrency <= 0 {
 		o.Concurrency = 8
 	}
@@ -77,7 +76,7 @@ func Provision(ctx context.Context, c *httpc.Client, o Options) (*World, error) 
 }
 
 // program provisions program i of the world.
-func program(c *httpc.Client, o Options, w *World, i int) (Program, error) {
+func program(c *Client, o ProvisionOptions, w *World, i int) (Program, error) {
 	op := "/api/operator/v1"
 	n := o.Tag + "x" + strconv.Itoa(i)
 	var p Program
