@@ -36,11 +36,15 @@ var (
 
 // programColumns are read by every program query, joined with the live key
 // as k.
-const programColumns = `
+const programColumns = programFields + `, COALESCE(k.masked, '') AS masked`
+
+// programFields are programColumns but the live key's masked form (k), for
+// a read that has no use for it.
+const programFields = `
 	p.id, p.workspace_id, p.name, p.domain, p.commission_type, p.commission_rate,
 	p.duration_months, p.cookie_duration, p.lead_auth, p.hold_days, p.currency,
 	p.status, p.stripe_webhook_secret IS NOT NULL AS stripe_secret_set,
-	p.created_at, p.updated_at, COALESCE(k.masked, '') AS masked`
+	p.created_at, p.updated_at`
 
 type programRow struct {
 	ID              int64           `db:"id"`

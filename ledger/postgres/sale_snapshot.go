@@ -22,15 +22,19 @@ import (
 // (set_config, as SET LOCAL): statements on the partitioned clicks table
 // are otherwise planned anew on every call (docs/decisions.md). The
 // arrays are read through sub-selects so that a custom plan cannot see
-// their lengths, and the customer reads say LIMIT 1 (true anyway of their
-// unique keys) so that the generic plan looks cheapest without statistics.
+// their lengths. Every row read says LIMIT 1 (true anyway of the keys it
+// reads by): a lateral subquery with a limit is read by its index for
+// each sale, where a join could be planned as a scan of the whole table
+// (all the click partitions) whenever the plan was made on small tables;
+// the clicks are also matched on the times parameter itself, so that the
+// plan keeps only the partitions of the batch's clicks when it starts.
 var qSaleSnapshots = `
 		WITH u AS (
 			SELECT * FROM unnest((SELECT $1::bigint[]), (SELECT $2::text[]), (SELECT $3::text[]), (SELECT $4::text[]),
 				(SELECT $5::timestamptz[]), (SELECT $6::bigint[]))
 				WITH ORDINALITY AS u (program_id, transaction_id, customer_key, click_id, click_at, customer_id, ord)
 		)
-		SELECT u.ord, ` + programColumns + `,
+		SELECT u.ord, ` + programFields + `, '' AS masked,
 			(SELECT id FROM sales WHERE processor_event_id = u.transaction_id) AS duplicate_of,
 			set_config('plan_cache_mode', 'force_generic_plan', true) AS plan_cache_mode,
 			` + snapshotCustomerColumns + `,
@@ -42,8 +46,7 @@ var qSaleSnapshots = `
 			` + endpointsFor("p.id", "$7") + ` AS sale_endpoints,
 			` + endpointsFor("p.id", "$8") + ` AS commission_endpoints
 		FROM u
-		JOIN programs p ON p.id = u.program_id
-		LEFT JOIN program_keys k ON k.program_id = p.id AND k.mode = 'live'
+		CROSS JOIN LATERAL (SELECT * FROM programs WHERE id = u.program_id LIMIT 1) p
 		LEFT JOIN LATERAL (
 			SELECT ` + customerColumns + ` FROM customers
 			WHERE id = u.customer_id AND program_id = p.id
@@ -61,9 +64,10 @@ var qSaleSnapshots = `
 		) cc (` + customerNames + `) ON true
 		LEFT JOIN LATERAL (
 			SELECT program_id, partner_id, link_id, occurred_at, is_test FROM clicks
-			WHERE click_id = u.click_id AND occurred_at = u.click_at AND ci.id IS NULL AND ck.id IS NULL AND cc.id IS NULL
-		) cl ON true
-		ORDER BY u.ord`
+			WHERE click_id = u.click_id AND occurred_at = u.click_at AND occurred_at = ANY ($5::timestamptz[])
+				AND ci.id IS NULL AND ck.id IS NULL AND cc.id IS NULL
+			LIMIT 1
+		) cl ON true`
 
 // customerNames name the columns of customerColumns, for a subquery that
 // selects them.

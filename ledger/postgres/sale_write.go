@@ -19,7 +19,12 @@ import (
 // sale, in their order: the sale's id, time and click (NULL when its id
 // was taken), and its commission's id and approval date (NULL when it
 // wrote none). Foreign keys are checked at the end of the statement, when
-// a new customer's row exists.
+// a new customer's row exists. The rows it updates are found by = ANY of
+// an array, which reads them by their index whatever the plan's estimates
+// (a join with the input could be planned as a scan of the whole table),
+// and the clicks by the parameters themselves, so that the plan keeps
+// only the partitions of those clicks when it starts. A click's id carries
+// its time, so matching ids and times separately finds no other click.
 var qWriteSales = `
 		WITH input AS (
 			SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::text[], $5::bigint[], $6::text[],
@@ -50,25 +55,28 @@ var qWriteSales = `
 				first_paid_at, created_at, updated_at)
 			SELECT customer_id, program_id, partner_id, new_link_id, click_id, new_click_at, is_test,
 				CASE WHEN converts THEN 'conversion' ELSE 'click' END, CASE WHEN converts THEN first_paid END, now, now
-			FROM written WHERE new_customer ORDER BY ord
+			FROM written WHERE new_customer
 		), tracking_log AS (
 			INSERT INTO tracking_logs (program_id, event_type, is_test, source, reference, created_at)
 			SELECT program_id, 'sale', is_test, source, NULLIF(transaction_id, ''), now FROM written
-			WHERE tracking_log ORDER BY ord
+			WHERE tracking_log
+		), converting AS (
+			SELECT customer_id, first_paid, now FROM written WHERE converts AND NOT new_customer
 		), customer AS (
 			UPDATE customers SET status = 'conversion', first_paid_at = w.first_paid, updated_at = w.now
-			FROM written w
-			WHERE customers.id = w.customer_id AND w.converts AND NOT w.new_customer AND ` + customerChanges("w.first_paid") + `
+			FROM converting w
+			WHERE customers.id = ANY (ARRAY(SELECT customer_id FROM converting)) AND customers.id = w.customer_id
+				AND ` + customerChanges("w.first_paid") + `
 		), lead AS (
-			UPDATE leads SET converted = true FROM written w
-			WHERE leads.customer_id = w.customer_id AND NOT leads.converted AND w.converts AND NOT w.new_customer
+			UPDATE leads SET converted = true
+			WHERE customer_id = ANY (ARRAY(SELECT customer_id FROM converting)) AND NOT converted
 		), click AS (
-			UPDATE clicks SET converted = true FROM written w
-			WHERE clicks.click_id = w.converted_click_id AND clicks.occurred_at = w.converted_click_at
-				AND NOT clicks.converted
+			UPDATE clicks SET converted = true
+			WHERE click_id = ANY ($26::text[]) AND occurred_at = ANY ($27::timestamptz[]) AND NOT converted
+				AND click_id IN (SELECT converted_click_id FROM written)
 		), fee AS (
 			INSERT INTO platform_fees (sale_id, program_id, currency, rate_percent, amount_minor, created_at)
-			SELECT sale_id, program_id, currency, fee_rate, fee_minor, now FROM written WHERE converts ORDER BY ord
+			SELECT sale_id, program_id, currency, fee_rate, fee_minor, now FROM written WHERE converts
 		), commission AS (
 			INSERT INTO commissions (program_id, partner_id, sale_id, customer_id, currency, original_minor,
 				amount_minor, status, approve_after, created_at, updated_at)
