@@ -69,6 +69,13 @@ var qSaleSnapshots = `
 			LIMIT 1
 		) cl ON true`
 
+// endpointsFor lists the ids of a program's live webhook endpoints that
+// want an event (SQL expressions of both).
+func endpointsFor(program, event string) string {
+	return `ARRAY(SELECT id FROM webhook_endpoints
+				WHERE program_id = ` + program + ` AND deleted_at IS NULL AND ` + event + ` = ANY (events) ORDER BY id)`
+}
+
 // customerNames name the columns of customerColumns, for a subquery that
 // selects them.
 const customerNames = `id, program_id, partner_id, link_id, click_id, customer_key, email, status,

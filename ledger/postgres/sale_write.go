@@ -102,13 +102,6 @@ func customerChanges(firstPaid string) string {
 	return `(status IS DISTINCT FROM 'conversion' OR first_paid_at IS DISTINCT FROM ` + firstPaid + `)`
 }
 
-// endpointsFor lists the ids of a program's live webhook endpoints that
-// want an event (SQL expressions of both).
-func endpointsFor(program, event string) string {
-	return `ARRAY(SELECT id FROM webhook_endpoints
-				WHERE program_id = ` + program + ` AND deleted_at IS NULL AND ` + event + ` = ANY (events) ORDER BY id)`
-}
-
 // writeSales runs qWriteSales for the planned sales and returns what each
 // write reports, in their order.
 func (s *SaleService) writeSales(ctx context.Context, tx *sqlx.Tx, items []*saleItem) ([]ledger.SaleWritten, error) {
