@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"math"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -217,8 +218,8 @@ func scanWithdrawal(row interface{ Scan(...any) error }) (*ledger.Withdrawal, er
 // balance less the open withdrawals).
 func (s *BalanceService) CreateWithdrawal(ctx context.Context, partnerID int64, c ledger.Currency, amountMinor int64) (w *ledger.Withdrawal, err error) {
 	defer wrap(&err, "postgres.CreateWithdrawal(%d)", partnerID)
-	if amountMinor <= 0 {
-		return nil, ledger.NewError(ledger.EInvalid, ledger.MsgWithdrawalAmount)
+	if err := ledger.CheckWithdrawal(amountMinor, 0, math.MaxInt64); err != nil {
+		return nil, err
 	}
 	now := s.db.now()
 	err = s.db.Transact(ctx, func(tx *sqlx.Tx) error {
@@ -238,10 +239,8 @@ func (s *BalanceService) CreateWithdrawal(ctx context.Context, partnerID int64, 
 			WHERE partner_id = $1 AND currency = $2 AND status = 'open'`, partnerID, string(c)).Scan(&open); err != nil {
 			return err
 		}
-		// amount + open > balance, in decimal: either side may be near the
-		// bounds of int64.
-		if decimal.NewFromInt(amountMinor).Add(decimal.NewFromInt(int64(open))).GreaterThan(decimal.NewFromInt(bal)) {
-			return ledger.NewError(ledger.EInvalid, ledger.MsgWithdrawalExceeds)
+		if err := ledger.CheckWithdrawal(amountMinor, int64(open), bal); err != nil {
+			return err
 		}
 		w, err = scanWithdrawal(tx.QueryRowContext(ctx, `
 			INSERT INTO withdrawals (partner_id, currency, requested_minor, amount_minor, status, created_at, updated_at)
@@ -318,25 +317,20 @@ func coverCommissions(ctx context.Context, tx *sqlx.Tx, w *ledger.Withdrawal, no
 	if err != nil {
 		return err
 	}
-	var covered []int64
-	left := w.AmountMinor
+	var ids, amounts []int64
 	for rows.Next() {
 		var id, amount int64
 		if err := rows.Scan(&id, &amount); err != nil {
 			rows.Close()
 			return err
 		}
-		if amount > left {
-			break
-		}
-		left -= amount
-		covered = append(covered, id)
+		ids, amounts = append(ids, id), append(amounts, amount)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	for _, cid := range covered {
+	for _, cid := range ids[:ledger.CoveredCommissions(w.AmountMinor, amounts)] {
 		if _, err := tx.ExecContext(ctx, `
 			UPDATE commissions SET status = 'paid', paid_at = $2, withdrawal_id = $3, updated_at = $2 WHERE id = $1`,
 			cid, now, w.ID); err != nil {

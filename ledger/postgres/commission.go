@@ -138,7 +138,7 @@ func (s *BalanceService) MarkCommissionPaid(ctx context.Context, id int64) (c *l
 		if err != nil {
 			return err
 		}
-		payout := min(c.AmountMinor, max(bal, 0))
+		payout := ledger.CommissionPayout(c.AmountMinor, bal)
 		if payout == 0 {
 			return nil
 		}
