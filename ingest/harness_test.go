@@ -16,6 +16,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/partnertrack/partnertrack/ingest/apidoc/apitest"
 	"github.com/partnertrack/partnertrack/ledger/postgres"
 	"github.com/partnertrack/partnertrack/ledger/postgres/pgtest"
 	"github.com/partnertrack/partnertrack/notify"
@@ -145,11 +146,29 @@ func do(t *testing.T, app *fiber.App, r req) response {
 	for k, v := range r.header {
 		hr.Header.Set(k, v)
 	}
+	sent := hr.Clone(hr.Context())
 	resp, err := app.Test(hr, -1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return readResponse(t, resp, r.method+" "+r.path)
+	out := readResponse(t, resp, r.method+" "+r.path)
+	resp.Body = nil
+	apitest.Default(t).Check(t, sent, bodyBytes(r.body), resp, out.Raw)
+	return out
+}
+
+// bodyBytes is the body do sends for b.
+func bodyBytes(b any) []byte {
+	switch b := b.(type) {
+	case nil:
+		return nil
+	case string:
+		return []byte(b)
+	case []byte:
+		return b
+	}
+	buf, _ := json.Marshal(b)
+	return buf
 }
 
 // readResponse reads an answer, its body decoded when it is JSON; what

@@ -22,6 +22,8 @@ func (s *Server) routes() {
 	app.Get("/healthz", s.healthz)
 	app.Get("/readyz", s.readyz)
 	app.Get("/docs/errors", errorReference)
+	app.Get("/openapi.json", openAPIDocument)
+	app.Get("/docs/api", apiReference)
 
 	s.opsRoutes()
 
