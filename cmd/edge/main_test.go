@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/partnertrack/partnertrack/ingest/apidoc/apitest"
+
 	"github.com/partnertrack/partnertrack/ledger/postgres/pgtest"
 	"github.com/partnertrack/partnertrack/workers/redistest"
 )
@@ -55,7 +57,9 @@ func send(t *testing.T, req *http.Request, token string) (int, map[string]any) {
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	// Every exchange is checked against the OpenAPI document.
+	client := &http.Client{Transport: apitest.Default(t).Transport(t, nil)}
+	resp, err := client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partnertrack/partnertrack/ingest/apidoc/apitest"
+
 	"github.com/partnertrack/partnertrack/cmd/internal/config"
 	"github.com/partnertrack/partnertrack/cmd/internal/service"
 	"github.com/partnertrack/partnertrack/ledger/postgres/pgtest"
@@ -88,7 +90,9 @@ func call(tb testing.TB, method, url, token string, body any) (int, map[string]a
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	// Every exchange is checked against the OpenAPI document.
+	client := &http.Client{Transport: apitest.Default(tb).Transport(tb, nil)}
+	resp, err := client.Do(req)
 	if err != nil {
 		tb.Fatal(err)
 	}

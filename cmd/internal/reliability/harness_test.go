@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partnertrack/partnertrack/ingest/apidoc/apitest"
+
 	"github.com/hibiken/asynq"
 	_ "github.com/lib/pq"
 	"github.com/redis/go-redis/v9"
@@ -133,7 +135,7 @@ func (st *stack) startEdge(t *testing.T, extra map[string]string) *edge {
 	st.procs = append(st.procs, p)
 	line := p.WaitLog(t, "edge listening", 60*time.Second)
 	addr, _ := line["addr"].(string)
-	return &edge{Process: p, Addr: addr, client: newClient("http://" + addr)}
+	return &edge{Process: p, Addr: addr, client: newClient(t, "http://"+addr)}
 }
 
 // startWorker starts a worker with the given flags and waits until it runs.
@@ -223,14 +225,16 @@ type client struct {
 	http *http.Client
 }
 
-func newClient(base string) *client {
+// newClient returns a client of the edge at base whose every exchange is
+// checked against the OpenAPI document.
+func newClient(t *testing.T, base string) *client {
 	tr := &http.Transport{
 		MaxIdleConns:        256,
 		MaxIdleConnsPerHost: 256,
 		IdleConnTimeout:     30 * time.Second,
 		DialContext:         (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
 	}
-	return &client{base: base, http: &http.Client{Transport: tr, Timeout: 60 * time.Second}}
+	return &client{base: base, http: &http.Client{Transport: apitest.Default(t).Transport(t, tr), Timeout: 60 * time.Second}}
 }
 
 // reply is an edge's answer.

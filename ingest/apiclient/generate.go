@@ -1,0 +1,3 @@
+package apiclient
+
+//go:generate go run ./internal/generate -o client.gen.go
