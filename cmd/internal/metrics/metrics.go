@@ -4,6 +4,9 @@
 // webhook outcomes of a worker. The edge serves them at /metrics; a worker
 // started with --metrics-addr serves its own. Package service wires them:
 // the edge only calls an ingest.RequestObserver, notify an OnAttempt hook.
+// Each process also says whether Postgres and Redis answer it, and the
+// edge how many click batches it diverted to Postgres. The alert rules
+// and the Grafana dashboard over these series are in docs/monitoring.
 package metrics
 
 import (
@@ -11,6 +14,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -18,6 +22,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/sony/gobreaker/v2"
+
+	"github.com/partnertrack/partnertrack/ingest/traffic"
+	"github.com/partnertrack/partnertrack/notify"
 )
 
 const namespace = "partnertrack"
@@ -257,6 +264,10 @@ type Webhooks struct {
 	duration *prometheus.HistogramVec
 }
 
+// outcomes are the webhook delivery outcomes.
+var outcomes = []string{notify.OutcomeDelivered, notify.OutcomeFailed, notify.OutcomeDeferred,
+	notify.OutcomeRefused, notify.OutcomeDropped, notify.OutcomeExpired}
+
 // NewWebhooks registers the webhook metrics with reg.
 func NewWebhooks(reg prometheus.Registerer) *Webhooks {
 	w := &Webhooks{
@@ -271,6 +282,11 @@ func NewWebhooks(reg prometheus.Registerer) *Webhooks {
 		}, []string{"outcome"}),
 	}
 	reg.MustRegister(w.attempts, w.duration)
+	// Every outcome reads 0 before its first delivery, so that a rate of
+	// failed deliveries is 0 rather than missing on a fresh worker.
+	for _, o := range outcomes {
+		w.attempts.WithLabelValues(o)
+	}
 	return w
 }
 
@@ -278,4 +294,67 @@ func NewWebhooks(reg prometheus.Registerer) *Webhooks {
 func (w *Webhooks) Observe(outcome string, d time.Duration) {
 	w.attempts.WithLabelValues(outcome).Inc()
 	w.duration.WithLabelValues(outcome).Observe(d.Seconds())
+}
+
+// Ping checks that a dependency answers.
+type Ping func(ctx context.Context) error
+
+type upCollector struct {
+	pings map[string]Ping
+	up    *prometheus.Desc
+}
+
+// NewUpCollector returns a collector that pings each named dependency
+// ("postgres", "redis") at every scrape, all at once, each within the
+// scrape timeout: partnertrack_dependency_up is 1 when it answered, else
+// 0. The readiness checks answer the load balancer; this answers the
+// alerts, with the process's own connections.
+func NewUpCollector(pings map[string]Ping) prometheus.Collector {
+	return &upCollector{pings: pings, up: prometheus.NewDesc(namespace+"_dependency_up",
+		"1 when the dependency (postgres, redis) answered a ping from this process at the scrape, else 0.",
+		[]string{"dependency"}, nil)}
+}
+
+func (c *upCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.up }
+
+func (c *upCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	for name, ping := range c.pings {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			up := 0.0
+			if ping(ctx) == nil {
+				up = 1
+			}
+			ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, up, name)
+		}()
+	}
+	wg.Wait()
+}
+
+type trafficCollector struct {
+	stats   *traffic.Stats
+	batches *prometheus.Desc
+}
+
+// NewTrafficCollector returns a collector of the edge's click and visit
+// batches (the pipeline's Stats) by outcome: queued (to Redis), diverted
+// (straight to Postgres: the traffic-queue breaker is open or Redis
+// refused the batch; clicks still count, at a cost to Postgres), failed
+// (written nowhere: their requests failed).
+func NewTrafficCollector(stats *traffic.Stats) prometheus.Collector {
+	return &trafficCollector{stats: stats, batches: prometheus.NewDesc(namespace+"_traffic_batches_total",
+		"Click and visit batches written by the edge, by outcome: queued (to Redis), diverted (straight to Postgres while Redis is away), failed (written nowhere: their requests failed).",
+		[]string{"outcome"}, nil)}
+}
+
+func (c *trafficCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.batches }
+
+func (c *trafficCollector) Collect(ch chan<- prometheus.Metric) {
+	ch <- prometheus.MustNewConstMetric(c.batches, prometheus.CounterValue, float64(c.stats.Batches.Load()), "queued")
+	ch <- prometheus.MustNewConstMetric(c.batches, prometheus.CounterValue, float64(c.stats.Diverted.Load()), "diverted")
+	ch <- prometheus.MustNewConstMetric(c.batches, prometheus.CounterValue, float64(c.stats.Failed.Load()), "failed")
 }

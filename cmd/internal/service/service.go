@@ -187,7 +187,7 @@ func (b *Backends) Edge(ctx context.Context) (*ingest.Server, error) {
 	outbox := postgres.NewOutbox(b.DB, b.Enqueuer())
 	reg, requests := b.edgeMetrics(outbox, func() map[string]gobreaker.State {
 		return map[string]gobreaker.State{trafficBreaker.Name(): trafficBreaker.State()}
-	})
+	}, pipeline.Stats())
 	var store ratelimit.Store = ratelimit.NewMemory(200_000)
 	if b.Config.RateLimitStore == "redis" {
 		store = ratelimit.NewRedis(b.Redis, "partnertrack:")
@@ -259,8 +259,8 @@ func (b *Backends) Edge(ctx context.Context) (*ingest.Server, error) {
 			}
 		},
 		Checks: map[string]ingest.Check{
-			"postgres":      b.DB.PingContext,
-			"redis":         func(ctx context.Context) error { return b.Redis.Ping(ctx).Err() },
+			"postgres":      b.pingPostgres,
+			"redis":         b.pingRedis,
 			"queue_breaker": pipeline.Ready,
 		},
 	}), nil
@@ -303,10 +303,20 @@ func (b *Backends) IdentityVerifier() ledger.IdentityVerifier {
 	return b.identity
 }
 
+func (b *Backends) pingPostgres(ctx context.Context) error { return b.DB.PingContext(ctx) }
+func (b *Backends) pingRedis(ctx context.Context) error    { return b.Redis.Ping(ctx).Err() }
+
+// upCollector says whether Postgres and Redis answer this process.
+func (b *Backends) upCollector() prometheus.Collector {
+	return metrics.NewUpCollector(map[string]metrics.Ping{"postgres": b.pingPostgres, "redis": b.pingRedis})
+}
+
 // edgeMetrics builds the edge's Prometheus registry: requests by route,
-// the queues' depth and task outcomes (read from asynq), the outbox lag and
-// the Redis breakers (the outbox's, and those breakers gives).
-func (b *Backends) edgeMetrics(outbox *postgres.Outbox, breakers metrics.BreakerStates) (*prometheus.Registry, *metrics.HTTP) {
+// the queues' depth and task outcomes (read from asynq), the outbox lag,
+// the Redis breakers (the outbox's, and those breakers gives), whether
+// Postgres and Redis answer, and the click and visit batches by outcome
+// (clicks: diverted ones went straight to Postgres).
+func (b *Backends) edgeMetrics(outbox *postgres.Outbox, breakers metrics.BreakerStates, clicks *traffic.Stats) (*prometheus.Registry, *metrics.HTTP) {
 	reg := metrics.NewRegistry()
 	requests := metrics.NewHTTP(reg)
 	queues := make([]string, 0, len(tasks.AllQueues))
@@ -321,6 +331,8 @@ func (b *Backends) edgeMetrics(outbox *postgres.Outbox, breakers metrics.Breaker
 			return bl.Unsent, bl.Oldest, err
 		}, nil, b.Logger),
 		metrics.NewBreakerCollector(b.breakerStates, breakers),
+		b.upCollector(),
+		metrics.NewTrafficCollector(clicks),
 	)
 	return reg, requests
 }
@@ -382,7 +394,8 @@ type WorkerOptions struct {
 	TrafficConcurrency int
 	Scheduler          bool
 	// MetricsAddr, when set, is where the worker serves its Prometheus
-	// metrics (task outcomes, webhook deliveries, breaker states).
+	// metrics (task outcomes, webhook deliveries, breaker states, whether
+	// Postgres and Redis answer).
 	MetricsAddr string
 	// Retry and DelayedTaskCheckInterval override the retry policy (tests).
 	Retry                    workers.RetryPolicy
@@ -410,7 +423,7 @@ func (b *Backends) Worker(opts WorkerOptions) (*Worker, error) {
 		Logger:    b.Logger,
 		OnAttempt: webhookMetrics.Observe,
 	})
-	reg.MustRegister(metrics.NewBreakerCollector(b.breakerStates, sender.BreakerStates))
+	reg.MustRegister(metrics.NewBreakerCollector(b.breakerStates, sender.BreakerStates), b.upCollector())
 	outbox := postgres.NewOutbox(b.DB, b.Enqueuer())
 	processor := postgres.NewProcessorService(b.DB, postgres.ProcessorOptions{
 		Enqueuer: b.Enqueuer(),
