@@ -3,6 +3,7 @@
 package apiclient
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,7 +11,1971 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
+
+	"github.com/oapi-codegen/runtime"
 )
+
+// Defines values for CliAuthCallbackStatus.
+const (
+	SignedIn CliAuthCallbackStatus = "signed_in"
+)
+
+// Valid indicates whether the value is a known member of the CliAuthCallbackStatus enum.
+func (e CliAuthCallbackStatus) Valid() bool {
+	switch e {
+	case SignedIn:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CliAuthConfirmStatus.
+const (
+	Confirmed CliAuthConfirmStatus = "confirmed"
+)
+
+// Valid indicates whether the value is a known member of the CliAuthConfirmStatus enum.
+func (e CliAuthConfirmStatus) Valid() bool {
+	switch e {
+	case Confirmed:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CliAuthPollStatus.
+const (
+	CliAuthPollStatusComplete CliAuthPollStatus = "complete"
+	CliAuthPollStatusExpired  CliAuthPollStatus = "expired"
+	CliAuthPollStatusPending  CliAuthPollStatus = "pending"
+)
+
+// Valid indicates whether the value is a known member of the CliAuthPollStatus enum.
+func (e CliAuthPollStatus) Valid() bool {
+	switch e {
+	case CliAuthPollStatusComplete:
+		return true
+	case CliAuthPollStatusExpired:
+		return true
+	case CliAuthPollStatusPending:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CliAuthStartRequestCodeChallengeMethod.
+const (
+	CliAuthStartRequestCodeChallengeMethodLessThannil CliAuthStartRequestCodeChallengeMethod = "<nil>"
+	CliAuthStartRequestCodeChallengeMethodS256        CliAuthStartRequestCodeChallengeMethod = "S256"
+)
+
+// Valid indicates whether the value is a known member of the CliAuthStartRequestCodeChallengeMethod enum.
+func (e CliAuthStartRequestCodeChallengeMethod) Valid() bool {
+	switch e {
+	case CliAuthStartRequestCodeChallengeMethodLessThannil:
+		return true
+	case CliAuthStartRequestCodeChallengeMethodS256:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CliChainType.
+const (
+	Chain CliChainType = "chain"
+)
+
+// Valid indicates whether the value is a known member of the CliChainType enum.
+func (e CliChainType) Valid() bool {
+	switch e {
+	case Chain:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CliChainVerdictClick.
+const (
+	CliChainVerdictClickAttributed   CliChainVerdictClick = "attributed"
+	CliChainVerdictClickPending      CliChainVerdictClick = "pending"
+	CliChainVerdictClickUnattributed CliChainVerdictClick = "unattributed"
+	CliChainVerdictClickWrongPartner CliChainVerdictClick = "wrong_partner"
+)
+
+// Valid indicates whether the value is a known member of the CliChainVerdictClick enum.
+func (e CliChainVerdictClick) Valid() bool {
+	switch e {
+	case CliChainVerdictClickAttributed:
+		return true
+	case CliChainVerdictClickPending:
+		return true
+	case CliChainVerdictClickUnattributed:
+		return true
+	case CliChainVerdictClickWrongPartner:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CliChainVerdictLead.
+const (
+	CliChainVerdictLeadAttributed   CliChainVerdictLead = "attributed"
+	CliChainVerdictLeadPending      CliChainVerdictLead = "pending"
+	CliChainVerdictLeadUnattributed CliChainVerdictLead = "unattributed"
+	CliChainVerdictLeadWrongPartner CliChainVerdictLead = "wrong_partner"
+)
+
+// Valid indicates whether the value is a known member of the CliChainVerdictLead enum.
+func (e CliChainVerdictLead) Valid() bool {
+	switch e {
+	case CliChainVerdictLeadAttributed:
+		return true
+	case CliChainVerdictLeadPending:
+		return true
+	case CliChainVerdictLeadUnattributed:
+		return true
+	case CliChainVerdictLeadWrongPartner:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CliChainVerdictSale.
+const (
+	CliChainVerdictSaleAttributed   CliChainVerdictSale = "attributed"
+	CliChainVerdictSalePending      CliChainVerdictSale = "pending"
+	CliChainVerdictSaleUnattributed CliChainVerdictSale = "unattributed"
+	CliChainVerdictSaleWrongPartner CliChainVerdictSale = "wrong_partner"
+)
+
+// Valid indicates whether the value is a known member of the CliChainVerdictSale enum.
+func (e CliChainVerdictSale) Valid() bool {
+	switch e {
+	case CliChainVerdictSaleAttributed:
+		return true
+	case CliChainVerdictSalePending:
+		return true
+	case CliChainVerdictSaleUnattributed:
+		return true
+	case CliChainVerdictSaleWrongPartner:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CliInitRequestCommissionType.
+const (
+	CliInitRequestCommissionTypeFixed            CliInitRequestCommissionType = "fixed"
+	CliInitRequestCommissionTypePercent          CliInitRequestCommissionType = "percent"
+	CliInitRequestCommissionTypeRecurringFixed   CliInitRequestCommissionType = "recurring_fixed"
+	CliInitRequestCommissionTypeRecurringPercent CliInitRequestCommissionType = "recurring_percent"
+)
+
+// Valid indicates whether the value is a known member of the CliInitRequestCommissionType enum.
+func (e CliInitRequestCommissionType) Valid() bool {
+	switch e {
+	case CliInitRequestCommissionTypeFixed:
+		return true
+	case CliInitRequestCommissionTypePercent:
+		return true
+	case CliInitRequestCommissionTypeRecurringFixed:
+		return true
+	case CliInitRequestCommissionTypeRecurringPercent:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CliInitRequestCurrency.
+const (
+	CliInitRequestCurrencyEUR         CliInitRequestCurrency = "EUR"
+	CliInitRequestCurrencyLessThannil CliInitRequestCurrency = "<nil>"
+	CliInitRequestCurrencyUSD         CliInitRequestCurrency = "USD"
+	CliInitRequestCurrencyVND         CliInitRequestCurrency = "VND"
+)
+
+// Valid indicates whether the value is a known member of the CliInitRequestCurrency enum.
+func (e CliInitRequestCurrency) Valid() bool {
+	switch e {
+	case CliInitRequestCurrencyEUR:
+		return true
+	case CliInitRequestCurrencyLessThannil:
+		return true
+	case CliInitRequestCurrencyUSD:
+		return true
+	case CliInitRequestCurrencyVND:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CliInitRequestLeadAuth.
+const (
+	CliInitRequestLeadAuthBrowserAllowed CliInitRequestLeadAuth = "browser_allowed"
+	CliInitRequestLeadAuthLessThannil    CliInitRequestLeadAuth = "<nil>"
+	CliInitRequestLeadAuthServerRequired CliInitRequestLeadAuth = "server_required"
+)
+
+// Valid indicates whether the value is a known member of the CliInitRequestLeadAuth enum.
+func (e CliInitRequestLeadAuth) Valid() bool {
+	switch e {
+	case CliInitRequestLeadAuthBrowserAllowed:
+		return true
+	case CliInitRequestLeadAuthLessThannil:
+		return true
+	case CliInitRequestLeadAuthServerRequired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CliProgramCommissionType.
+const (
+	CliProgramCommissionTypeFixed            CliProgramCommissionType = "fixed"
+	CliProgramCommissionTypePercent          CliProgramCommissionType = "percent"
+	CliProgramCommissionTypeRecurringFixed   CliProgramCommissionType = "recurring_fixed"
+	CliProgramCommissionTypeRecurringPercent CliProgramCommissionType = "recurring_percent"
+)
+
+// Valid indicates whether the value is a known member of the CliProgramCommissionType enum.
+func (e CliProgramCommissionType) Valid() bool {
+	switch e {
+	case CliProgramCommissionTypeFixed:
+		return true
+	case CliProgramCommissionTypePercent:
+		return true
+	case CliProgramCommissionTypeRecurringFixed:
+		return true
+	case CliProgramCommissionTypeRecurringPercent:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CliProgramCurrency.
+const (
+	CliProgramCurrencyEUR CliProgramCurrency = "EUR"
+	CliProgramCurrencyUSD CliProgramCurrency = "USD"
+	CliProgramCurrencyVND CliProgramCurrency = "VND"
+)
+
+// Valid indicates whether the value is a known member of the CliProgramCurrency enum.
+func (e CliProgramCurrency) Valid() bool {
+	switch e {
+	case CliProgramCurrencyEUR:
+		return true
+	case CliProgramCurrencyUSD:
+		return true
+	case CliProgramCurrencyVND:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CliProgramLeadAuth.
+const (
+	CliProgramLeadAuthBrowserAllowed CliProgramLeadAuth = "browser_allowed"
+	CliProgramLeadAuthServerRequired CliProgramLeadAuth = "server_required"
+)
+
+// Valid indicates whether the value is a known member of the CliProgramLeadAuth enum.
+func (e CliProgramLeadAuth) Valid() bool {
+	switch e {
+	case CliProgramLeadAuthBrowserAllowed:
+		return true
+	case CliProgramLeadAuthServerRequired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CliProgramStatus.
+const (
+	CliProgramStatusActive CliProgramStatus = "active"
+	CliProgramStatusPaused CliProgramStatus = "paused"
+)
+
+// Valid indicates whether the value is a known member of the CliProgramStatus enum.
+func (e CliProgramStatus) Valid() bool {
+	switch e {
+	case CliProgramStatusActive:
+		return true
+	case CliProgramStatusPaused:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CliProgramSummaryStatus.
+const (
+	CliProgramSummaryStatusActive CliProgramSummaryStatus = "active"
+	CliProgramSummaryStatusPaused CliProgramSummaryStatus = "paused"
+)
+
+// Valid indicates whether the value is a known member of the CliProgramSummaryStatus enum.
+func (e CliProgramSummaryStatus) Valid() bool {
+	switch e {
+	case CliProgramSummaryStatusActive:
+		return true
+	case CliProgramSummaryStatusPaused:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CliTestEventEventType.
+const (
+	CliTestEventEventTypeClick CliTestEventEventType = "click"
+	CliTestEventEventTypeLead  CliTestEventEventType = "lead"
+	CliTestEventEventTypeSale  CliTestEventEventType = "sale"
+)
+
+// Valid indicates whether the value is a known member of the CliTestEventEventType enum.
+func (e CliTestEventEventType) Valid() bool {
+	switch e {
+	case CliTestEventEventTypeClick:
+		return true
+	case CliTestEventEventTypeLead:
+		return true
+	case CliTestEventEventTypeSale:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CliTestEventRequestEventType.
+const (
+	CliTestEventRequestEventTypeClick       CliTestEventRequestEventType = "click"
+	CliTestEventRequestEventTypeLead        CliTestEventRequestEventType = "lead"
+	CliTestEventRequestEventTypeLessThannil CliTestEventRequestEventType = "<nil>"
+	CliTestEventRequestEventTypeSale        CliTestEventRequestEventType = "sale"
+)
+
+// Valid indicates whether the value is a known member of the CliTestEventRequestEventType enum.
+func (e CliTestEventRequestEventType) Valid() bool {
+	switch e {
+	case CliTestEventRequestEventTypeClick:
+		return true
+	case CliTestEventRequestEventTypeLead:
+		return true
+	case CliTestEventRequestEventTypeLessThannil:
+		return true
+	case CliTestEventRequestEventTypeSale:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OpAddMemberRequestRole.
+const (
+	OpAddMemberRequestRoleAdmin  OpAddMemberRequestRole = "admin"
+	OpAddMemberRequestRoleMember OpAddMemberRequestRole = "member"
+	OpAddMemberRequestRoleOwner  OpAddMemberRequestRole = "owner"
+)
+
+// Valid indicates whether the value is a known member of the OpAddMemberRequestRole enum.
+func (e OpAddMemberRequestRole) Valid() bool {
+	switch e {
+	case OpAddMemberRequestRoleAdmin:
+		return true
+	case OpAddMemberRequestRoleMember:
+		return true
+	case OpAddMemberRequestRoleOwner:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OpAgentKeyScopes.
+const (
+	OpAgentKeyScopesProgramsRead  OpAgentKeyScopes = "programs:read"
+	OpAgentKeyScopesProgramsWrite OpAgentKeyScopes = "programs:write"
+)
+
+// Valid indicates whether the value is a known member of the OpAgentKeyScopes enum.
+func (e OpAgentKeyScopes) Valid() bool {
+	switch e {
+	case OpAgentKeyScopesProgramsRead:
+		return true
+	case OpAgentKeyScopesProgramsWrite:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OpBalanceCurrency.
+const (
+	OpBalanceCurrencyEUR OpBalanceCurrency = "EUR"
+	OpBalanceCurrencyUSD OpBalanceCurrency = "USD"
+	OpBalanceCurrencyVND OpBalanceCurrency = "VND"
+)
+
+// Valid indicates whether the value is a known member of the OpBalanceCurrency enum.
+func (e OpBalanceCurrency) Valid() bool {
+	switch e {
+	case OpBalanceCurrencyEUR:
+		return true
+	case OpBalanceCurrencyUSD:
+		return true
+	case OpBalanceCurrencyVND:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OpCommissionCurrency.
+const (
+	OpCommissionCurrencyEUR OpCommissionCurrency = "EUR"
+	OpCommissionCurrencyUSD OpCommissionCurrency = "USD"
+	OpCommissionCurrencyVND OpCommissionCurrency = "VND"
+)
+
+// Valid indicates whether the value is a known member of the OpCommissionCurrency enum.
+func (e OpCommissionCurrency) Valid() bool {
+	switch e {
+	case OpCommissionCurrencyEUR:
+		return true
+	case OpCommissionCurrencyUSD:
+		return true
+	case OpCommissionCurrencyVND:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OpCommissionStatus.
+const (
+	OpCommissionStatusApproved OpCommissionStatus = "approved"
+	OpCommissionStatusPaid     OpCommissionStatus = "paid"
+	OpCommissionStatusPending  OpCommissionStatus = "pending"
+	OpCommissionStatusRefunded OpCommissionStatus = "refunded"
+	OpCommissionStatusReversed OpCommissionStatus = "reversed"
+)
+
+// Valid indicates whether the value is a known member of the OpCommissionStatus enum.
+func (e OpCommissionStatus) Valid() bool {
+	switch e {
+	case OpCommissionStatusApproved:
+		return true
+	case OpCommissionStatusPaid:
+		return true
+	case OpCommissionStatusPending:
+		return true
+	case OpCommissionStatusRefunded:
+		return true
+	case OpCommissionStatusReversed:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OpCreateAgentKeyRequestScopes.
+const (
+	OpCreateAgentKeyRequestScopesProgramsRead  OpCreateAgentKeyRequestScopes = "programs:read"
+	OpCreateAgentKeyRequestScopesProgramsWrite OpCreateAgentKeyRequestScopes = "programs:write"
+)
+
+// Valid indicates whether the value is a known member of the OpCreateAgentKeyRequestScopes enum.
+func (e OpCreateAgentKeyRequestScopes) Valid() bool {
+	switch e {
+	case OpCreateAgentKeyRequestScopesProgramsRead:
+		return true
+	case OpCreateAgentKeyRequestScopesProgramsWrite:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OpCreateProgramRequestCommissionType.
+const (
+	OpCreateProgramRequestCommissionTypeFixed            OpCreateProgramRequestCommissionType = "fixed"
+	OpCreateProgramRequestCommissionTypePercent          OpCreateProgramRequestCommissionType = "percent"
+	OpCreateProgramRequestCommissionTypeRecurringFixed   OpCreateProgramRequestCommissionType = "recurring_fixed"
+	OpCreateProgramRequestCommissionTypeRecurringPercent OpCreateProgramRequestCommissionType = "recurring_percent"
+)
+
+// Valid indicates whether the value is a known member of the OpCreateProgramRequestCommissionType enum.
+func (e OpCreateProgramRequestCommissionType) Valid() bool {
+	switch e {
+	case OpCreateProgramRequestCommissionTypeFixed:
+		return true
+	case OpCreateProgramRequestCommissionTypePercent:
+		return true
+	case OpCreateProgramRequestCommissionTypeRecurringFixed:
+		return true
+	case OpCreateProgramRequestCommissionTypeRecurringPercent:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OpCreateProgramRequestCurrency.
+const (
+	OpCreateProgramRequestCurrencyEUR         OpCreateProgramRequestCurrency = "EUR"
+	OpCreateProgramRequestCurrencyLessThannil OpCreateProgramRequestCurrency = "<nil>"
+	OpCreateProgramRequestCurrencyUSD         OpCreateProgramRequestCurrency = "USD"
+	OpCreateProgramRequestCurrencyVND         OpCreateProgramRequestCurrency = "VND"
+)
+
+// Valid indicates whether the value is a known member of the OpCreateProgramRequestCurrency enum.
+func (e OpCreateProgramRequestCurrency) Valid() bool {
+	switch e {
+	case OpCreateProgramRequestCurrencyEUR:
+		return true
+	case OpCreateProgramRequestCurrencyLessThannil:
+		return true
+	case OpCreateProgramRequestCurrencyUSD:
+		return true
+	case OpCreateProgramRequestCurrencyVND:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OpCreateProgramRequestLeadAuth.
+const (
+	OpCreateProgramRequestLeadAuthBrowserAllowed OpCreateProgramRequestLeadAuth = "browser_allowed"
+	OpCreateProgramRequestLeadAuthLessThannil    OpCreateProgramRequestLeadAuth = "<nil>"
+	OpCreateProgramRequestLeadAuthServerRequired OpCreateProgramRequestLeadAuth = "server_required"
+)
+
+// Valid indicates whether the value is a known member of the OpCreateProgramRequestLeadAuth enum.
+func (e OpCreateProgramRequestLeadAuth) Valid() bool {
+	switch e {
+	case OpCreateProgramRequestLeadAuthBrowserAllowed:
+		return true
+	case OpCreateProgramRequestLeadAuthLessThannil:
+		return true
+	case OpCreateProgramRequestLeadAuthServerRequired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OpCustomerStatus.
+const (
+	OpCustomerStatusClick      OpCustomerStatus = "click"
+	OpCustomerStatusConversion OpCustomerStatus = "conversion"
+	OpCustomerStatusLead       OpCustomerStatus = "lead"
+)
+
+// Valid indicates whether the value is a known member of the OpCustomerStatus enum.
+func (e OpCustomerStatus) Valid() bool {
+	switch e {
+	case OpCustomerStatusClick:
+		return true
+	case OpCustomerStatusConversion:
+		return true
+	case OpCustomerStatusLead:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OpMemberRole.
+const (
+	OpMemberRoleAdmin  OpMemberRole = "admin"
+	OpMemberRoleMember OpMemberRole = "member"
+	OpMemberRoleOwner  OpMemberRole = "owner"
+)
+
+// Valid indicates whether the value is a known member of the OpMemberRole enum.
+func (e OpMemberRole) Valid() bool {
+	switch e {
+	case OpMemberRoleAdmin:
+		return true
+	case OpMemberRoleMember:
+		return true
+	case OpMemberRoleOwner:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OpProgramCommissionType.
+const (
+	OpProgramCommissionTypeFixed            OpProgramCommissionType = "fixed"
+	OpProgramCommissionTypePercent          OpProgramCommissionType = "percent"
+	OpProgramCommissionTypeRecurringFixed   OpProgramCommissionType = "recurring_fixed"
+	OpProgramCommissionTypeRecurringPercent OpProgramCommissionType = "recurring_percent"
+)
+
+// Valid indicates whether the value is a known member of the OpProgramCommissionType enum.
+func (e OpProgramCommissionType) Valid() bool {
+	switch e {
+	case OpProgramCommissionTypeFixed:
+		return true
+	case OpProgramCommissionTypePercent:
+		return true
+	case OpProgramCommissionTypeRecurringFixed:
+		return true
+	case OpProgramCommissionTypeRecurringPercent:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OpProgramCurrency.
+const (
+	OpProgramCurrencyEUR OpProgramCurrency = "EUR"
+	OpProgramCurrencyUSD OpProgramCurrency = "USD"
+	OpProgramCurrencyVND OpProgramCurrency = "VND"
+)
+
+// Valid indicates whether the value is a known member of the OpProgramCurrency enum.
+func (e OpProgramCurrency) Valid() bool {
+	switch e {
+	case OpProgramCurrencyEUR:
+		return true
+	case OpProgramCurrencyUSD:
+		return true
+	case OpProgramCurrencyVND:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OpProgramLeadAuth.
+const (
+	OpProgramLeadAuthBrowserAllowed OpProgramLeadAuth = "browser_allowed"
+	OpProgramLeadAuthServerRequired OpProgramLeadAuth = "server_required"
+)
+
+// Valid indicates whether the value is a known member of the OpProgramLeadAuth enum.
+func (e OpProgramLeadAuth) Valid() bool {
+	switch e {
+	case OpProgramLeadAuthBrowserAllowed:
+		return true
+	case OpProgramLeadAuthServerRequired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OpProgramStatus.
+const (
+	OpProgramStatusActive OpProgramStatus = "active"
+	OpProgramStatusPaused OpProgramStatus = "paused"
+)
+
+// Valid indicates whether the value is a known member of the OpProgramStatus enum.
+func (e OpProgramStatus) Valid() bool {
+	switch e {
+	case OpProgramStatusActive:
+		return true
+	case OpProgramStatusPaused:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OpUnlinkedUserUnlinked.
+const (
+	True OpUnlinkedUserUnlinked = true
+)
+
+// Valid indicates whether the value is a known member of the OpUnlinkedUserUnlinked enum.
+func (e OpUnlinkedUserUnlinked) Valid() bool {
+	switch e {
+	case True:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OpWithdrawalCurrency.
+const (
+	OpWithdrawalCurrencyEUR OpWithdrawalCurrency = "EUR"
+	OpWithdrawalCurrencyUSD OpWithdrawalCurrency = "USD"
+	OpWithdrawalCurrencyVND OpWithdrawalCurrency = "VND"
+)
+
+// Valid indicates whether the value is a known member of the OpWithdrawalCurrency enum.
+func (e OpWithdrawalCurrency) Valid() bool {
+	switch e {
+	case OpWithdrawalCurrencyEUR:
+		return true
+	case OpWithdrawalCurrencyUSD:
+		return true
+	case OpWithdrawalCurrencyVND:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OpWithdrawalStatus.
+const (
+	OpWithdrawalStatusCancelled OpWithdrawalStatus = "cancelled"
+	OpWithdrawalStatusOpen      OpWithdrawalStatus = "open"
+	OpWithdrawalStatusPaid      OpWithdrawalStatus = "paid"
+)
+
+// Valid indicates whether the value is a known member of the OpWithdrawalStatus enum.
+func (e OpWithdrawalStatus) Valid() bool {
+	switch e {
+	case OpWithdrawalStatusCancelled:
+		return true
+	case OpWithdrawalStatusOpen:
+		return true
+	case OpWithdrawalStatusPaid:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PlatformErrorErrorCode.
+const (
+	DuplicateTransaction PlatformErrorErrorCode = "duplicate_transaction"
+	InternalError        PlatformErrorErrorCode = "internal_error"
+	InvalidRequest       PlatformErrorErrorCode = "invalid_request"
+	NoAttribution        PlatformErrorErrorCode = "no_attribution"
+	NotFound             PlatformErrorErrorCode = "not_found"
+	Unauthorized         PlatformErrorErrorCode = "unauthorized"
+	UnsupportedCurrency  PlatformErrorErrorCode = "unsupported_currency"
+)
+
+// Valid indicates whether the value is a known member of the PlatformErrorErrorCode enum.
+func (e PlatformErrorErrorCode) Valid() bool {
+	switch e {
+	case DuplicateTransaction:
+		return true
+	case InternalError:
+		return true
+	case InvalidRequest:
+		return true
+	case NoAttribution:
+		return true
+	case NotFound:
+		return true
+	case Unauthorized:
+		return true
+	case UnsupportedCurrency:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PlatformErrorErrorName.
+const (
+	BadRequestError                  PlatformErrorErrorName = "BadRequestError"
+	ConflictError                    PlatformErrorErrorName = "ConflictError"
+	ForbiddenError                   PlatformErrorErrorName = "ForbiddenError"
+	GoneError                        PlatformErrorErrorName = "GoneError"
+	InternalServerError              PlatformErrorErrorName = "InternalServerError"
+	MethodNotAllowedError            PlatformErrorErrorName = "MethodNotAllowedError"
+	NotFoundError                    PlatformErrorErrorName = "NotFoundError"
+	PayloadTooLargeError             PlatformErrorErrorName = "PayloadTooLargeError"
+	RequestHeaderFieldsTooLargeError PlatformErrorErrorName = "RequestHeaderFieldsTooLargeError"
+	RequestTimeoutError              PlatformErrorErrorName = "RequestTimeoutError"
+	ServiceUnavailableError          PlatformErrorErrorName = "ServiceUnavailableError"
+	TooManyRequestsError             PlatformErrorErrorName = "TooManyRequestsError"
+	UnauthorizedError                PlatformErrorErrorName = "UnauthorizedError"
+	UnprocessableEntityError         PlatformErrorErrorName = "UnprocessableEntityError"
+)
+
+// Valid indicates whether the value is a known member of the PlatformErrorErrorName enum.
+func (e PlatformErrorErrorName) Valid() bool {
+	switch e {
+	case BadRequestError:
+		return true
+	case ConflictError:
+		return true
+	case ForbiddenError:
+		return true
+	case GoneError:
+		return true
+	case InternalServerError:
+		return true
+	case MethodNotAllowedError:
+		return true
+	case NotFoundError:
+		return true
+	case PayloadTooLargeError:
+		return true
+	case RequestHeaderFieldsTooLargeError:
+		return true
+	case RequestTimeoutError:
+		return true
+	case ServiceUnavailableError:
+		return true
+	case TooManyRequestsError:
+		return true
+	case UnauthorizedError:
+		return true
+	case UnprocessableEntityError:
+		return true
+	default:
+		return false
+	}
+}
+
+// CliAuthCallback A signed-in login.
+type CliAuthCallback struct {
+	Email  string                `json:"email"`
+	Status CliAuthCallbackStatus `json:"status"`
+}
+
+// CliAuthCallbackStatus defines model for CliAuthCallback.Status.
+type CliAuthCallbackStatus string
+
+// CliAuthCallbackRequest The login's state and the provider's id_token.
+type CliAuthCallbackRequest struct {
+	// IdToken The sign-in provider's id_token.
+	IdToken string `json:"id_token"`
+	State   string `json:"state"`
+}
+
+// CliAuthConfirm A confirmed login.
+type CliAuthConfirm struct {
+	Status CliAuthConfirmStatus `json:"status"`
+}
+
+// CliAuthConfirmStatus defines model for CliAuthConfirm.Status.
+type CliAuthConfirmStatus string
+
+// CliAuthConfirmRequest The user code the person confirmed.
+type CliAuthConfirmRequest struct {
+	State string `json:"state"`
+
+	// UserCode Any case, with or without the dash.
+	UserCode string `json:"user_code"`
+}
+
+// CliAuthPoll The state of a login; the token fields are present when `status` is `complete`.
+type CliAuthPoll struct {
+	// AdvertiserId The workspace the user owns (else administers); null when none.
+	AdvertiserId *int64  `json:"advertiser_id,omitempty"`
+	Email        *string `json:"email,omitempty"`
+
+	// ExpiresAt The token's expiry.
+	ExpiresAt *time.Time        `json:"expires_at,omitempty"`
+	Status    CliAuthPollStatus `json:"status"`
+
+	// Token The CLI login token (`pt_cli_…`), handed out once.
+	Token  *string `json:"token,omitempty"`
+	UserId *int64  `json:"user_id,omitempty"`
+}
+
+// CliAuthPollStatus defines model for CliAuthPoll.Status.
+type CliAuthPollStatus string
+
+// CliAuthStart A started login.
+type CliAuthStart struct {
+	// AuthUrl The page where the person signs in.
+	AuthUrl string `json:"auth_url"`
+
+	// ExpiresAt When the login link expires (5 minutes).
+	ExpiresAt           time.Time `json:"expires_at"`
+	PollIntervalSeconds int       `json:"poll_interval_seconds"`
+	PollUrl             string    `json:"poll_url"`
+
+	// State The login state; send it to poll.
+	State string `json:"state"`
+
+	// UserCode Shown in the terminal and on the sign-in page (XXXX-XXXX).
+	//
+	// Examples: BCDF-GHJK
+	UserCode string `json:"user_code"`
+}
+
+// CliAuthStartRequest Optional: binds the login to the terminal (RFC 7636 S256). A `null` field is absent.
+type CliAuthStartRequest struct {
+	// CodeChallenge Unpadded base64url SHA-256 of a code verifier the client keeps.
+	CodeChallenge *string `json:"code_challenge,omitempty"`
+
+	// CodeChallengeMethod S256; only with `code_challenge`.
+	CodeChallengeMethod *CliAuthStartRequestCodeChallengeMethod `json:"code_challenge_method,omitempty"`
+}
+
+// CliAuthStartRequestCodeChallengeMethod S256; only with `code_challenge`.
+type CliAuthStartRequestCodeChallengeMethod string
+
+// CliChain A synthetic chain run.
+type CliChain struct {
+	// Attributed The sale reached the test partner.
+	Attributed  bool         `json:"attributed"`
+	ChainId     int64        `json:"chain_id"`
+	ClickId     string       `json:"click_id"`
+	CreatedAt   time.Time    `json:"created_at"`
+	CustomerKey string       `json:"customer_key"`
+	ShortCode   string       `json:"short_code"`
+	Type        CliChainType `json:"type"`
+
+	// Verdict The verdict of each step of a synthetic chain.
+	Verdict CliChainVerdict `json:"verdict"`
+}
+
+// CliChainType defines model for CliChain.Type.
+type CliChainType string
+
+// CliChainVerdict The verdict of each step of a synthetic chain.
+type CliChainVerdict struct {
+	Click CliChainVerdictClick `json:"click"`
+	Lead  CliChainVerdictLead  `json:"lead"`
+	Sale  CliChainVerdictSale  `json:"sale"`
+}
+
+// CliChainVerdictClick defines model for CliChainVerdict.Click.
+type CliChainVerdictClick string
+
+// CliChainVerdictLead defines model for CliChainVerdict.Lead.
+type CliChainVerdictLead string
+
+// CliChainVerdictSale defines model for CliChainVerdict.Sale.
+type CliChainVerdictSale string
+
+// CliInitRequest A new program. A `null` optional field is absent.
+type CliInitRequest struct {
+	// AdvertiserId A workspace the user owns or administers (an integer, or a string of digits); default the login's advertiser. Another workspace is refused (403).
+	AdvertiserId *CliInitRequest_AdvertiserId `json:"advertiser_id,omitempty"`
+
+	// CommissionRate A percentage (at most 100) for the percent types; major units of the program currency (at most 10^9) for the fixed ones; at most 4 decimal places.
+	CommissionRate json.Number                  `json:"commission_rate"`
+	CommissionType CliInitRequestCommissionType `json:"commission_type"`
+
+	// CookieDuration Days the click cookie lives (default 90).
+	CookieDuration *int64 `json:"cookie_duration,omitempty"`
+
+	// Currency The program currency (default USD).
+	Currency *CliInitRequestCurrency `json:"currency,omitempty"`
+
+	// Domain A host name; a pasted scheme, path or port is stripped and the name lower-cased.
+	//
+	// Examples: shop.example.com
+	Domain string `json:"domain"`
+
+	// DurationMonths Months a recurring commission pays; 0 (the default) is lifetime.
+	DurationMonths *int64 `json:"duration_months,omitempty"`
+
+	// HoldDays Days a commission stays pending before approval (default 30).
+	HoldDays *int64 `json:"hold_days,omitempty"`
+
+	// LeadAuth Whether browser-mode leads are taken (default server_required).
+	LeadAuth *CliInitRequestLeadAuth `json:"lead_auth,omitempty"`
+
+	// Name 1 to 200 characters after trimming.
+	Name string `json:"name"`
+}
+
+// CliInitRequestAdvertiserId0 defines model for CliInitRequest.AdvertiserId.0.
+type CliInitRequestAdvertiserId0 = int64
+
+// CliInitRequestAdvertiserId1 defines model for CliInitRequest.AdvertiserId.1.
+type CliInitRequestAdvertiserId1 = string
+
+// CliInitRequest_AdvertiserId A workspace the user owns or administers (an integer, or a string of digits); default the login's advertiser. Another workspace is refused (403).
+type CliInitRequest_AdvertiserId struct {
+	union json.RawMessage
+}
+
+// CliInitRequestCommissionType defines model for CliInitRequest.CommissionType.
+type CliInitRequestCommissionType string
+
+// CliInitRequestCurrency The program currency (default USD).
+type CliInitRequestCurrency string
+
+// CliInitRequestLeadAuth Whether browser-mode leads are taken (default server_required).
+type CliInitRequestLeadAuth string
+
+// CliProgram A created program: every program field, under the names the reference CLI reads too.
+type CliProgram struct {
+	AdvertiserId int64 `json:"advertiser_id"`
+
+	// ApiTokenMasked The live key, masked (`aff_****…`); the key itself is never read back.
+	ApiTokenMasked string `json:"api_token_masked"`
+
+	// CommissionRate A percentage for the percent types; major units of the program currency for the fixed ones.
+	CommissionRate json.Number              `json:"commission_rate"`
+	CommissionType CliProgramCommissionType `json:"commission_type"`
+	CookieDuration int                      `json:"cookie_duration"`
+	CreatedAt      time.Time                `json:"created_at"`
+	Currency       CliProgramCurrency       `json:"currency"`
+	Domain         string                   `json:"domain"`
+
+	// DurationMonths 0 is lifetime.
+	DurationMonths int                `json:"duration_months"`
+	HoldDays       int                `json:"hold_days"`
+	Id             int64              `json:"id"`
+	LeadAuth       CliProgramLeadAuth `json:"lead_auth"`
+
+	// Message How to get the API key.
+	Message     string           `json:"message"`
+	Name        string           `json:"name"`
+	ProgramId   int64            `json:"program_id"`
+	Status      CliProgramStatus `json:"status"`
+	UpdatedAt   time.Time        `json:"updated_at"`
+	WorkspaceId int64            `json:"workspace_id"`
+}
+
+// CliProgramCommissionType defines model for CliProgram.CommissionType.
+type CliProgramCommissionType string
+
+// CliProgramCurrency defines model for CliProgram.Currency.
+type CliProgramCurrency string
+
+// CliProgramLeadAuth defines model for CliProgram.LeadAuth.
+type CliProgramLeadAuth string
+
+// CliProgramStatus defines model for CliProgram.Status.
+type CliProgramStatus string
+
+// CliProgramSummary A program in the CLI list.
+type CliProgramSummary struct {
+	// Commission Display text.
+	//
+	// Examples: 30% recurring (12 months)
+	Commission string    `json:"commission"`
+	CreatedAt  time.Time `json:"created_at"`
+	Domain     string    `json:"domain"`
+	Id         int64     `json:"id"`
+	Name       string    `json:"name"`
+
+	// Partners Active partners.
+	Partners int64                   `json:"partners"`
+	Status   CliProgramSummaryStatus `json:"status"`
+}
+
+// CliProgramSummaryStatus defines model for CliProgramSummary.Status.
+type CliProgramSummaryStatus string
+
+// CliServerError A CLI 500 (or 503): the platform envelope whose message ends with `(request_id: <id>)`, repeated in `error.details.request_id`.
+type CliServerError struct {
+	Data  any `json:"data"`
+	Error struct {
+		Details struct {
+			RequestId string `json:"request_id"`
+		} `json:"details"`
+		Message *string `json:"message,omitempty"`
+	} `json:"error"`
+}
+
+// CliStatus The key's program status.
+type CliStatus struct {
+	ActivePartners     int64  `json:"active_partners"`
+	DnsVerified        bool   `json:"dns_verified"`
+	Domain             string `json:"domain"`
+	Name               string `json:"name"`
+	PendingCommissions int64  `json:"pending_commissions"`
+	ProgramId          int64  `json:"program_id"`
+
+	// RecentEvents Events of the last 24 hours.
+	RecentEvents struct {
+		Clicks24h int64 `json:"clicks_24h"`
+		Leads24h  int64 `json:"leads_24h"`
+		Sales24h  int64 `json:"sales_24h"`
+	} `json:"recent_events"`
+	StripeChargesEnabled bool `json:"stripe_charges_enabled"`
+	StripeConnected      bool `json:"stripe_connected"`
+}
+
+// CliTestEvent A recorded test event.
+type CliTestEvent struct {
+	// Attributed Always false: test events attribute nothing.
+	Attributed bool                  `json:"attributed"`
+	EventId    string                `json:"event_id"`
+	EventType  CliTestEventEventType `json:"event_type"`
+	Message    string                `json:"message"`
+	Received   bool                  `json:"received"`
+	Test       bool                  `json:"test"`
+}
+
+// CliTestEventEventType defines model for CliTestEvent.EventType.
+type CliTestEventEventType string
+
+// CliTestEventRequest One test event (`event_type`), or the synthetic chain (`type` = `chain`).
+type CliTestEventRequest struct {
+	// EventType The event to record.
+	EventType *CliTestEventRequestEventType `json:"event_type,omitempty"`
+
+	// ProgramId The key's own program (an integer or a string); another is refused (403).
+	ProgramId *CliTestEventRequest_ProgramId `json:"program_id,omitempty"`
+
+	// Type `chain` runs the synthetic chain; otherwise read as `event_type` when that is absent.
+	Type *string `json:"type,omitempty"`
+}
+
+// CliTestEventRequestEventType The event to record.
+type CliTestEventRequestEventType string
+
+// CliTestEventRequestProgramId0 defines model for CliTestEventRequest.ProgramId.0.
+type CliTestEventRequestProgramId0 = int64
+
+// CliTestEventRequestProgramId1 defines model for CliTestEventRequest.ProgramId.1.
+type CliTestEventRequestProgramId1 = string
+
+// CliTestEventRequest_ProgramId The key's own program (an integer or a string); another is refused (403).
+type CliTestEventRequest_ProgramId struct {
+	union json.RawMessage
+}
+
+// KeyRotationError A program key past its rotation deadline (typed envelope).
+type KeyRotationError struct {
+	Error struct {
+		Code    interface{} `json:"code"`
+		DocsUrl string      `json:"docs_url"`
+		Hint    string      `json:"hint"`
+		Message string      `json:"message"`
+		Status  interface{} `json:"status,omitempty"`
+	} `json:"error"`
+}
+
+// OpAddMemberRequest A member to add.
+type OpAddMemberRequest struct {
+	// Email The user; created when new.
+	Email string                 `json:"email"`
+	Role  OpAddMemberRequestRole `json:"role"`
+}
+
+// OpAddMemberRequestRole defines model for OpAddMemberRequest.Role.
+type OpAddMemberRequestRole string
+
+// OpAgentKey An agent key, shown once.
+type OpAgentKey struct {
+	Id int64 `json:"id"`
+
+	// Key The `agt_…` key; only its hash is stored.
+	Key         string             `json:"key"`
+	Scopes      []OpAgentKeyScopes `json:"scopes"`
+	WorkspaceId int64              `json:"workspace_id"`
+}
+
+// OpAgentKeyScopes defines model for OpAgentKey.Scopes.
+type OpAgentKeyScopes string
+
+// OpBalance A partner's balance in one currency.
+type OpBalance struct {
+	// Amount Major units of `currency` (12.5 is 12.50 USD).
+	Amount   json.Number       `json:"amount"`
+	Currency OpBalanceCurrency `json:"currency"`
+}
+
+// OpBalanceCurrency defines model for OpBalance.Currency.
+type OpBalanceCurrency string
+
+// OpCommission A commission.
+type OpCommission struct {
+	// Amount What the commission pays now, in major units of `currency` (refunds lower it).
+	Amount       json.Number `json:"amount"`
+	ApproveAfter time.Time   `json:"approve_after"`
+	ApprovedAt   *time.Time  `json:"approved_at"`
+	CreatedAt    time.Time   `json:"created_at"`
+
+	// Credited The amount is in the partner's balance.
+	Credited bool                 `json:"credited"`
+	Currency OpCommissionCurrency `json:"currency"`
+	Id       int64                `json:"id"`
+
+	// OriginalAmount What the commission paid at creation, in major units.
+	OriginalAmount json.Number `json:"original_amount"`
+	PaidAt         *time.Time  `json:"paid_at"`
+	PartnerId      int64       `json:"partner_id"`
+	ProgramId      int64       `json:"program_id"`
+
+	// Reason Why it was reversed or refunded.
+	Reason     *string            `json:"reason"`
+	ReversedAt *time.Time         `json:"reversed_at"`
+	SaleId     int64              `json:"sale_id"`
+	Status     OpCommissionStatus `json:"status"`
+
+	// TransactionId The sale's transaction id.
+	TransactionId string `json:"transaction_id"`
+	WithdrawalId  *int64 `json:"withdrawal_id"`
+}
+
+// OpCommissionCurrency defines model for OpCommission.Currency.
+type OpCommissionCurrency string
+
+// OpCommissionStatus defines model for OpCommission.Status.
+type OpCommissionStatus string
+
+// OpConnectProcessorAccountRequest The connected account.
+type OpConnectProcessorAccountRequest struct {
+	// AccountId Examples: acct_1Abc
+	AccountId string `json:"account_id"`
+}
+
+// OpCreateAgentKeyRequest A new agent key.
+type OpCreateAgentKeyRequest struct {
+	Scopes      []OpCreateAgentKeyRequestScopes `json:"scopes"`
+	WorkspaceId int64                           `json:"workspace_id"`
+}
+
+// OpCreateAgentKeyRequestScopes defines model for OpCreateAgentKeyRequest.Scopes.
+type OpCreateAgentKeyRequestScopes string
+
+// OpCreateLinkRequest A new referral link.
+type OpCreateLinkRequest struct {
+	// Active Default true.
+	Active *bool `json:"active,omitempty"`
+
+	// Code The `aff` value of the link, unique across programs.
+	Code string `json:"code"`
+
+	// PartnerId A partner enrolled in the program (not its synthetic test partner).
+	PartnerId int64 `json:"partner_id"`
+}
+
+// OpCreateProgramRequest A new program. A `null` optional field is the default.
+type OpCreateProgramRequest struct {
+	// CommissionRate A percentage (at most 100) for the percent types; major units of the program currency (at most 10^9) for the fixed ones; at most 4 decimal places.
+	CommissionRate json.Number                          `json:"commission_rate"`
+	CommissionType OpCreateProgramRequestCommissionType `json:"commission_type"`
+
+	// CookieDuration Days the click cookie lives (default 90).
+	CookieDuration *int64 `json:"cookie_duration,omitempty"`
+
+	// Currency The program currency (default USD).
+	Currency *OpCreateProgramRequestCurrency `json:"currency,omitempty"`
+
+	// Domain A host name; a pasted scheme, path or port is stripped and the name lower-cased.
+	//
+	// Examples: shop.example.com
+	Domain string `json:"domain"`
+
+	// DurationMonths Months a recurring commission pays; 0 (the default) is lifetime.
+	DurationMonths *int64 `json:"duration_months,omitempty"`
+
+	// HoldDays Days a commission stays pending before approval (default 30).
+	HoldDays *int64 `json:"hold_days,omitempty"`
+
+	// LeadAuth Whether browser-mode leads are taken (default server_required).
+	LeadAuth *OpCreateProgramRequestLeadAuth `json:"lead_auth,omitempty"`
+
+	// Name 1 to 200 characters after trimming.
+	Name        string `json:"name"`
+	WorkspaceId int64  `json:"workspace_id"`
+}
+
+// OpCreateProgramRequestCommissionType defines model for OpCreateProgramRequest.CommissionType.
+type OpCreateProgramRequestCommissionType string
+
+// OpCreateProgramRequestCurrency The program currency (default USD).
+type OpCreateProgramRequestCurrency string
+
+// OpCreateProgramRequestLeadAuth Whether browser-mode leads are taken (default server_required).
+type OpCreateProgramRequestLeadAuth string
+
+// OpCreateWithdrawalRequest A withdrawal to open.
+type OpCreateWithdrawalRequest struct {
+	// Amount Major units, exact to the currency's minor unit; at most the available balance.
+	Amount json.Number `json:"amount"`
+
+	// Currency USD, EUR or VND (any case).
+	Currency string `json:"currency"`
+}
+
+// OpCreateWorkspaceRequest A new workspace and its owner.
+type OpCreateWorkspaceRequest struct {
+	// Name 1 to 200 characters after trimming.
+	Name string `json:"name"`
+
+	// OwnerEmail The owner (an email address); the user is created when new.
+	OwnerEmail string `json:"owner_email"`
+}
+
+// OpCustomer A customer of a program.
+type OpCustomer struct {
+	ClickId     *string   `json:"click_id"`
+	CreatedAt   time.Time `json:"created_at"`
+	CustomerKey *string   `json:"customer_key"`
+	Email       *string   `json:"email"`
+	Id          int64     `json:"id"`
+	IsTest      bool      `json:"is_test"`
+	PartnerId   *int64    `json:"partner_id"`
+	ProgramId   int64     `json:"program_id"`
+
+	// Provisional The customer has a provisional lead not yet settled.
+	Provisional bool `json:"provisional"`
+
+	// Status Funnel status; never moves back.
+	Status OpCustomerStatus `json:"status"`
+}
+
+// OpCustomerStatus Funnel status; never moves back.
+type OpCustomerStatus string
+
+// OpEnrollPartnerRequest A partner to enrol.
+type OpEnrollPartnerRequest struct {
+	// Email The partner; created when new.
+	Email string `json:"email"`
+
+	// Name 1 to 200 characters after trimming.
+	Name string `json:"name"`
+}
+
+// OpKeyRotation A program key's rotation mark.
+type OpKeyRotation struct {
+	Deadline  time.Time `json:"deadline"`
+	MarkedAt  time.Time `json:"marked_at"`
+	ProgramId int64     `json:"program_id"`
+}
+
+// OpLink A referral link.
+type OpLink struct {
+	Active    bool      `json:"active"`
+	Code      string    `json:"code"`
+	CreatedAt time.Time `json:"created_at"`
+	Id        int64     `json:"id"`
+	PartnerId int64     `json:"partner_id"`
+	ProgramId int64     `json:"program_id"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// OpMarkKeyRotationRequest The rotation deadline.
+type OpMarkKeyRotationRequest struct {
+	// Deadline An ISO 8601 date-time, or a date (its midnight UTC).
+	//
+	// Examples: 2026-06-01T00:00:00Z, 2026-06-01
+	Deadline string `json:"deadline"`
+}
+
+// OpMember A membership.
+type OpMember struct {
+	Role        OpMemberRole `json:"role"`
+	UserId      int64        `json:"user_id"`
+	WorkspaceId int64        `json:"workspace_id"`
+}
+
+// OpMemberRole defines model for OpMember.Role.
+type OpMemberRole string
+
+// OpNotification An in-app notification.
+type OpNotification struct {
+	Body      string    `json:"body"`
+	CreatedAt time.Time `json:"created_at"`
+
+	// Data Ids and amounts the notification is about.
+	Data *map[string]interface{} `json:"data"`
+	Id   int64                   `json:"id"`
+
+	// Kind Examples: commission.reversed, commission.refunded
+	Kind   string     `json:"kind"`
+	ReadAt *time.Time `json:"read_at"`
+	Title  string     `json:"title"`
+}
+
+// OpPartner A partner enrolled in a program.
+type OpPartner struct {
+	Email     string `json:"email"`
+	Id        int64  `json:"id"`
+	Name      string `json:"name"`
+	ProgramId int64  `json:"program_id"`
+}
+
+// OpProcessorAccount A program's processor account.
+type OpProcessorAccount struct {
+	AccountId string `json:"account_id"`
+	ProgramId int64  `json:"program_id"`
+}
+
+// OpProgram A program: every spec field, the key only masked.
+type OpProgram struct {
+	// ApiTokenMasked The live key, masked (`aff_****…`); the key itself is never read back.
+	ApiTokenMasked string `json:"api_token_masked"`
+
+	// CommissionRate A percentage for the percent types; major units of the program currency for the fixed ones.
+	CommissionRate json.Number             `json:"commission_rate"`
+	CommissionType OpProgramCommissionType `json:"commission_type"`
+	CookieDuration int                     `json:"cookie_duration"`
+	CreatedAt      time.Time               `json:"created_at"`
+	Currency       OpProgramCurrency       `json:"currency"`
+	Domain         string                  `json:"domain"`
+
+	// DurationMonths 0 is lifetime.
+	DurationMonths int               `json:"duration_months"`
+	HoldDays       int               `json:"hold_days"`
+	Id             int64             `json:"id"`
+	LeadAuth       OpProgramLeadAuth `json:"lead_auth"`
+	Name           string            `json:"name"`
+	Status         OpProgramStatus   `json:"status"`
+	UpdatedAt      time.Time         `json:"updated_at"`
+	WorkspaceId    int64             `json:"workspace_id"`
+}
+
+// OpProgramCommissionType defines model for OpProgram.CommissionType.
+type OpProgramCommissionType string
+
+// OpProgramCurrency defines model for OpProgram.Currency.
+type OpProgramCurrency string
+
+// OpProgramLeadAuth defines model for OpProgram.LeadAuth.
+type OpProgramLeadAuth string
+
+// OpProgramStatus defines model for OpProgram.Status.
+type OpProgramStatus string
+
+// OpSession A dashboard sign-in token.
+type OpSession struct {
+	ExpiresAt time.Time `json:"expires_at"`
+
+	// Token Send as `Authorization: Bearer <token>` on dashboard routes.
+	//
+	// Examples: pt_sess_…
+	Token string `json:"token"`
+}
+
+// OpSuspendedUser A suspended user.
+type OpSuspendedUser struct {
+	Email       string    `json:"email"`
+	Id          int64     `json:"id"`
+	SuspendedAt time.Time `json:"suspended_at"`
+}
+
+// OpUnlinkedUser A user whose identity binding was removed.
+type OpUnlinkedUser struct {
+	Email    string                 `json:"email"`
+	Id       int64                  `json:"id"`
+	Unlinked OpUnlinkedUserUnlinked `json:"unlinked"`
+}
+
+// OpUnlinkedUserUnlinked defines model for OpUnlinkedUser.Unlinked.
+type OpUnlinkedUserUnlinked bool
+
+// OpUpdateLinkRequest The change to a link.
+type OpUpdateLinkRequest struct {
+	Active bool `json:"active"`
+}
+
+// OpWithdrawal A withdrawal.
+type OpWithdrawal struct {
+	// Amount What the withdrawal pays, in major units (a refund may lower an open one).
+	Amount    json.Number          `json:"amount"`
+	CreatedAt time.Time            `json:"created_at"`
+	Currency  OpWithdrawalCurrency `json:"currency"`
+	Id        int64                `json:"id"`
+	PaidAt    *time.Time           `json:"paid_at"`
+	PartnerId int64                `json:"partner_id"`
+
+	// RequestedAmount What was requested, in major units.
+	RequestedAmount json.Number        `json:"requested_amount"`
+	Status          OpWithdrawalStatus `json:"status"`
+}
+
+// OpWithdrawalCurrency defines model for OpWithdrawal.Currency.
+type OpWithdrawalCurrency string
+
+// OpWithdrawalStatus defines model for OpWithdrawal.Status.
+type OpWithdrawalStatus string
+
+// OpWorkspace A workspace (the advertiser).
+type OpWorkspace struct {
+	Id          int64  `json:"id"`
+	Name        string `json:"name"`
+	OwnerUserId int64  `json:"owner_user_id"`
+}
+
+// PlatformError The platform envelope of a failure: `data` is null and `error` has
+// `status`, `name`, `message`, `details` and, on sale and refund,
+// the stable `code`.
+type PlatformError struct {
+	Data  any `json:"data"`
+	Error struct {
+		// Code Present on sale and refund errors only.
+		Code    *PlatformErrorErrorCode `json:"code,omitempty"`
+		Details map[string]interface{}  `json:"details"`
+		Message string                  `json:"message"`
+		Name    PlatformErrorErrorName  `json:"name"`
+
+		// Status Examples: 400
+		Status int `json:"status"`
+	} `json:"error"`
+}
+
+// PlatformErrorErrorCode Present on sale and refund errors only.
+type PlatformErrorErrorCode string
+
+// PlatformErrorErrorName defines model for PlatformError.Error.Name.
+type PlatformErrorErrorName string
+
+// RateLimitError Over a rate limit (typed envelope, code `rate_limited`); nothing was recorded.
+type RateLimitError struct {
+	Error struct {
+		Code interface{} `json:"code"`
+
+		// Message Examples: Too many requests. Retry after 42 seconds.
+		Message           string      `json:"message"`
+		RetryAfterSeconds int         `json:"retry_after_seconds"`
+		Status            interface{} `json:"status"`
+	} `json:"error"`
+}
+
+// TypedError The typed envelope: no `data` key; `error.code` and
+// `error.message` always, further details as siblings of them.
+type TypedError struct {
+	Error struct {
+		Code              string  `json:"code"`
+		DocsUrl           *string `json:"docs_url,omitempty"`
+		Hint              *string `json:"hint,omitempty"`
+		Message           string  `json:"message"`
+		RetryAfterSeconds *int    `json:"retry_after_seconds,omitempty"`
+		Status            *int    `json:"status,omitempty"`
+	} `json:"error"`
+}
+
+// Warnings Present while the key is marked for rotation and before its deadline.
+type Warnings = []struct {
+	Code     interface{} `json:"code"`
+	DocsUrl  string      `json:"docs_url"`
+	Hint     string      `json:"hint"`
+	Message  string      `json:"message"`
+	RotateBy time.Time   `json:"rotate_by"`
+}
+
+// PayloadTooLarge The typed envelope: no `data` key; `error.code` and
+// `error.message` always, further details as siblings of them.
+type PayloadTooLarge = TypedError
+
+// RateLimited Over a rate limit (typed envelope, code `rate_limited`); nothing was recorded.
+type RateLimited = RateLimitError
+
+// FindCustomerParams defines parameters for FindCustomer.
+type FindCustomerParams struct {
+	// ProgramId The program.
+	ProgramId int64 `form:"program_id" json:"program_id"`
+
+	// CustomerKey The brand's id of the customer (tried first).
+	CustomerKey *string `form:"customer_key,omitempty" json:"customer_key,omitempty"`
+
+	// ClickId The click that brought the customer.
+	ClickId *string `form:"click_id,omitempty" json:"click_id,omitempty"`
+}
+
+// CliAuthPollParams defines parameters for CliAuthPoll.
+type CliAuthPollParams struct {
+	// State The `state` of the login (from start).
+	State string `form:"state" json:"state"`
+
+	// CodeVerifier The verifier whose S256 is the `code_challenge` sent at start; required when one was sent.
+	CodeVerifier *string `form:"code_verifier,omitempty" json:"code_verifier,omitempty"`
+}
+
+// CliStatusParams defines parameters for CliStatus.
+type CliStatusParams struct {
+	// ProgramId The key's own program (from the CLI's config); another program's id is refused (403).
+	ProgramId *string `form:"program_id,omitempty" json:"program_id,omitempty"`
+}
+
+// CliStatus401JSONResponseBody defines parameters for CliStatus.
+type CliStatus401JSONResponseBody struct {
+	union json.RawMessage
+}
+
+// CliStripeConnectJSONBody defines parameters for CliStripeConnect.
+type CliStripeConnectJSONBody = interface{}
+
+// CliTestEvent200JSONResponseBody_Data defines parameters for CliTestEvent.
+type CliTestEvent200JSONResponseBody_Data struct {
+	union json.RawMessage
+}
+
+// CliTestEvent401JSONResponseBody defines parameters for CliTestEvent.
+type CliTestEvent401JSONResponseBody struct {
+	union json.RawMessage
+}
+
+// CliLoginPageParams defines parameters for CliLoginPage.
+type CliLoginPageParams struct {
+	// State The login state (from start); the page explains a missing, unknown, used or expired one.
+	State *string `form:"state,omitempty" json:"state,omitempty"`
+}
+
+// CreateAgentKeyJSONRequestBody defines body for CreateAgentKey for application/json ContentType.
+type CreateAgentKeyJSONRequestBody = OpCreateAgentKeyRequest
+
+// UpdateLinkJSONRequestBody defines body for UpdateLink for application/json ContentType.
+type UpdateLinkJSONRequestBody = OpUpdateLinkRequest
+
+// CreateWithdrawalJSONRequestBody defines body for CreateWithdrawal for application/json ContentType.
+type CreateWithdrawalJSONRequestBody = OpCreateWithdrawalRequest
+
+// CreateProgramJSONRequestBody defines body for CreateProgram for application/json ContentType.
+type CreateProgramJSONRequestBody = OpCreateProgramRequest
+
+// MarkKeyRotationJSONRequestBody defines body for MarkKeyRotation for application/json ContentType.
+type MarkKeyRotationJSONRequestBody = OpMarkKeyRotationRequest
+
+// CreateLinkJSONRequestBody defines body for CreateLink for application/json ContentType.
+type CreateLinkJSONRequestBody = OpCreateLinkRequest
+
+// EnrollPartnerJSONRequestBody defines body for EnrollPartner for application/json ContentType.
+type EnrollPartnerJSONRequestBody = OpEnrollPartnerRequest
+
+// ConnectProcessorAccountJSONRequestBody defines body for ConnectProcessorAccount for application/json ContentType.
+type ConnectProcessorAccountJSONRequestBody = OpConnectProcessorAccountRequest
+
+// CreateWorkspaceJSONRequestBody defines body for CreateWorkspace for application/json ContentType.
+type CreateWorkspaceJSONRequestBody = OpCreateWorkspaceRequest
+
+// AddWorkspaceMemberJSONRequestBody defines body for AddWorkspaceMember for application/json ContentType.
+type AddWorkspaceMemberJSONRequestBody = OpAddMemberRequest
+
+// CliAuthCallbackJSONRequestBody defines body for CliAuthCallback for application/json ContentType.
+type CliAuthCallbackJSONRequestBody = CliAuthCallbackRequest
+
+// CliAuthConfirmJSONRequestBody defines body for CliAuthConfirm for application/json ContentType.
+type CliAuthConfirmJSONRequestBody = CliAuthConfirmRequest
+
+// CliAuthStartJSONRequestBody defines body for CliAuthStart for application/json ContentType.
+type CliAuthStartJSONRequestBody = CliAuthStartRequest
+
+// CliInitJSONRequestBody defines body for CliInit for application/json ContentType.
+type CliInitJSONRequestBody = CliInitRequest
+
+// CliStripeConnectJSONRequestBody defines body for CliStripeConnect for application/json ContentType.
+//
+// Deprecated: this type has been marked as deprecated upstream, but no `x-deprecated-reason` was set
+type CliStripeConnectJSONRequestBody = CliStripeConnectJSONBody
+
+// CliTestEventJSONRequestBody defines body for CliTestEvent for application/json ContentType.
+type CliTestEventJSONRequestBody = CliTestEventRequest
+
+// AsCliInitRequestAdvertiserId0 returns the union data inside the CliInitRequest_AdvertiserId as a CliInitRequestAdvertiserId0
+func (t CliInitRequest_AdvertiserId) AsCliInitRequestAdvertiserId0() (CliInitRequestAdvertiserId0, error) {
+	var body CliInitRequestAdvertiserId0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromCliInitRequestAdvertiserId0 overwrites any union data inside the CliInitRequest_AdvertiserId as the provided CliInitRequestAdvertiserId0
+func (t *CliInitRequest_AdvertiserId) FromCliInitRequestAdvertiserId0(v CliInitRequestAdvertiserId0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeCliInitRequestAdvertiserId0 performs a merge with any union data inside the CliInitRequest_AdvertiserId, using the provided CliInitRequestAdvertiserId0
+func (t *CliInitRequest_AdvertiserId) MergeCliInitRequestAdvertiserId0(v CliInitRequestAdvertiserId0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsCliInitRequestAdvertiserId1 returns the union data inside the CliInitRequest_AdvertiserId as a CliInitRequestAdvertiserId1
+func (t CliInitRequest_AdvertiserId) AsCliInitRequestAdvertiserId1() (CliInitRequestAdvertiserId1, error) {
+	var body CliInitRequestAdvertiserId1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromCliInitRequestAdvertiserId1 overwrites any union data inside the CliInitRequest_AdvertiserId as the provided CliInitRequestAdvertiserId1
+func (t *CliInitRequest_AdvertiserId) FromCliInitRequestAdvertiserId1(v CliInitRequestAdvertiserId1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeCliInitRequestAdvertiserId1 performs a merge with any union data inside the CliInitRequest_AdvertiserId, using the provided CliInitRequestAdvertiserId1
+func (t *CliInitRequest_AdvertiserId) MergeCliInitRequestAdvertiserId1(v CliInitRequestAdvertiserId1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t CliInitRequest_AdvertiserId) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *CliInitRequest_AdvertiserId) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsCliTestEventRequestProgramId0 returns the union data inside the CliTestEventRequest_ProgramId as a CliTestEventRequestProgramId0
+func (t CliTestEventRequest_ProgramId) AsCliTestEventRequestProgramId0() (CliTestEventRequestProgramId0, error) {
+	var body CliTestEventRequestProgramId0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromCliTestEventRequestProgramId0 overwrites any union data inside the CliTestEventRequest_ProgramId as the provided CliTestEventRequestProgramId0
+func (t *CliTestEventRequest_ProgramId) FromCliTestEventRequestProgramId0(v CliTestEventRequestProgramId0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeCliTestEventRequestProgramId0 performs a merge with any union data inside the CliTestEventRequest_ProgramId, using the provided CliTestEventRequestProgramId0
+func (t *CliTestEventRequest_ProgramId) MergeCliTestEventRequestProgramId0(v CliTestEventRequestProgramId0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsCliTestEventRequestProgramId1 returns the union data inside the CliTestEventRequest_ProgramId as a CliTestEventRequestProgramId1
+func (t CliTestEventRequest_ProgramId) AsCliTestEventRequestProgramId1() (CliTestEventRequestProgramId1, error) {
+	var body CliTestEventRequestProgramId1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromCliTestEventRequestProgramId1 overwrites any union data inside the CliTestEventRequest_ProgramId as the provided CliTestEventRequestProgramId1
+func (t *CliTestEventRequest_ProgramId) FromCliTestEventRequestProgramId1(v CliTestEventRequestProgramId1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeCliTestEventRequestProgramId1 performs a merge with any union data inside the CliTestEventRequest_ProgramId, using the provided CliTestEventRequestProgramId1
+func (t *CliTestEventRequest_ProgramId) MergeCliTestEventRequestProgramId1(v CliTestEventRequestProgramId1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t CliTestEventRequest_ProgramId) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *CliTestEventRequest_ProgramId) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsPlatformError returns the union data inside the CliStatus401JSONResponseBody as a PlatformError
+func (t CliStatus401JSONResponseBody) AsPlatformError() (PlatformError, error) {
+	var body PlatformError
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPlatformError overwrites any union data inside the CliStatus401JSONResponseBody as the provided PlatformError
+func (t *CliStatus401JSONResponseBody) FromPlatformError(v PlatformError) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePlatformError performs a merge with any union data inside the CliStatus401JSONResponseBody, using the provided PlatformError
+func (t *CliStatus401JSONResponseBody) MergePlatformError(v PlatformError) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsKeyRotationError returns the union data inside the CliStatus401JSONResponseBody as a KeyRotationError
+func (t CliStatus401JSONResponseBody) AsKeyRotationError() (KeyRotationError, error) {
+	var body KeyRotationError
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromKeyRotationError overwrites any union data inside the CliStatus401JSONResponseBody as the provided KeyRotationError
+func (t *CliStatus401JSONResponseBody) FromKeyRotationError(v KeyRotationError) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeKeyRotationError performs a merge with any union data inside the CliStatus401JSONResponseBody, using the provided KeyRotationError
+func (t *CliStatus401JSONResponseBody) MergeKeyRotationError(v KeyRotationError) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t CliStatus401JSONResponseBody) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *CliStatus401JSONResponseBody) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsCliTestEvent returns the union data inside the CliTestEvent200JSONResponseBody_Data as a CliTestEvent
+func (t CliTestEvent200JSONResponseBody_Data) AsCliTestEvent() (CliTestEvent, error) {
+	var body CliTestEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromCliTestEvent overwrites any union data inside the CliTestEvent200JSONResponseBody_Data as the provided CliTestEvent
+func (t *CliTestEvent200JSONResponseBody_Data) FromCliTestEvent(v CliTestEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeCliTestEvent performs a merge with any union data inside the CliTestEvent200JSONResponseBody_Data, using the provided CliTestEvent
+func (t *CliTestEvent200JSONResponseBody_Data) MergeCliTestEvent(v CliTestEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsCliChain returns the union data inside the CliTestEvent200JSONResponseBody_Data as a CliChain
+func (t CliTestEvent200JSONResponseBody_Data) AsCliChain() (CliChain, error) {
+	var body CliChain
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromCliChain overwrites any union data inside the CliTestEvent200JSONResponseBody_Data as the provided CliChain
+func (t *CliTestEvent200JSONResponseBody_Data) FromCliChain(v CliChain) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeCliChain performs a merge with any union data inside the CliTestEvent200JSONResponseBody_Data, using the provided CliChain
+func (t *CliTestEvent200JSONResponseBody_Data) MergeCliChain(v CliChain) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t CliTestEvent200JSONResponseBody_Data) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *CliTestEvent200JSONResponseBody_Data) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsPlatformError returns the union data inside the CliTestEvent401JSONResponseBody as a PlatformError
+func (t CliTestEvent401JSONResponseBody) AsPlatformError() (PlatformError, error) {
+	var body PlatformError
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPlatformError overwrites any union data inside the CliTestEvent401JSONResponseBody as the provided PlatformError
+func (t *CliTestEvent401JSONResponseBody) FromPlatformError(v PlatformError) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePlatformError performs a merge with any union data inside the CliTestEvent401JSONResponseBody, using the provided PlatformError
+func (t *CliTestEvent401JSONResponseBody) MergePlatformError(v PlatformError) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsKeyRotationError returns the union data inside the CliTestEvent401JSONResponseBody as a KeyRotationError
+func (t CliTestEvent401JSONResponseBody) AsKeyRotationError() (KeyRotationError, error) {
+	var body KeyRotationError
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromKeyRotationError overwrites any union data inside the CliTestEvent401JSONResponseBody as the provided KeyRotationError
+func (t *CliTestEvent401JSONResponseBody) FromKeyRotationError(v KeyRotationError) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeKeyRotationError performs a merge with any union data inside the CliTestEvent401JSONResponseBody, using the provided KeyRotationError
+func (t *CliTestEvent401JSONResponseBody) MergeKeyRotationError(v KeyRotationError) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t CliTestEvent401JSONResponseBody) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *CliTestEvent401JSONResponseBody) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
 
 // RequestEditorFn is the function signature for the RequestEditor callback function
 type RequestEditorFn func(ctx context.Context, req *http.Request) error
@@ -86,6 +2051,403 @@ func WithRequestEditorFn(fn RequestEditorFn) ClientOption {
 // The interface specification for the client above.
 type ClientInterface interface {
 
+	// CreateAgentKeyWithBody Create an agent key of a workspace
+	//
+	// Issues an `agt_` key confined to the workspace, with the given scopes. The key is shown only here.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/operator/v1/agent-keys (the `CreateAgentKey` operationId).
+	CreateAgentKeyWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateAgentKey Create an agent key of a workspace
+	//
+	// Issues an `agt_` key confined to the workspace, with the given scopes. The key is shown only here.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/operator/v1/agent-keys (the `CreateAgentKey` operationId).
+	CreateAgentKey(ctx context.Context, body CreateAgentKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetCommission Read a commission
+	//
+	// Returns one commission.
+	//
+	// Corresponds with GET /api/operator/v1/commissions/{id} (the `GetCommission` operationId).
+	GetCommission(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ApproveCommission Approve a commission now
+	//
+	// Approves a pending commission whatever its hold and credits it to the partner's balance; a commission past pending is returned unchanged.
+	//
+	// Corresponds with POST /api/operator/v1/commissions/{id}/approve (the `ApproveCommission` operationId).
+	ApproveCommission(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// MarkCommissionPaid Mark a commission paid out
+	//
+	// Pays a commission out by hand (approving it first when pending): a payout entry takes its amount, at most the balance, out of the balance, and open withdrawals are lowered to fit. A paid commission is returned unchanged.
+	//
+	// Corresponds with POST /api/operator/v1/commissions/{id}/mark-paid (the `MarkCommissionPaid` operationId).
+	MarkCommissionPaid(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FindCustomer Find a customer of a program
+	//
+	// Looks a customer up by the saved `customer_key`, else by `click_id`.
+	//
+	// Corresponds with GET /api/operator/v1/customers (the `FindCustomer` operationId).
+	FindCustomer(ctx context.Context, params *FindCustomerParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateLinkWithBody Turn a referral link on or off
+	//
+	// Sets `active`; a disabled link answers clicks with 410 `link_disabled`. Every edge forgets the cached link.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /api/operator/v1/links/{id} (the `UpdateLink` operationId).
+	UpdateLinkWithBody(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateLink Turn a referral link on or off
+	//
+	// Sets `active`; a disabled link answers clicks with 410 `link_disabled`. Every edge forgets the cached link.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /api/operator/v1/links/{id} (the `UpdateLink` operationId).
+	UpdateLink(ctx context.Context, id int64, body UpdateLinkJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetPartnerBalances Read a partner's balances
+	//
+	// Returns the balance in each currency the partner has an account in (approved commissions less payouts and refund deductions).
+	//
+	// Corresponds with GET /api/operator/v1/partners/{id}/balances (the `GetPartnerBalances` operationId).
+	GetPartnerBalances(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListPartnerNotifications List a partner's in-app notifications
+	//
+	// Returns the partner's in-app notifications (reversed and refunded commissions), newest first, at most 100.
+	//
+	// Corresponds with GET /api/operator/v1/partners/{id}/notifications (the `ListPartnerNotifications` operationId).
+	ListPartnerNotifications(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateWithdrawalWithBody Open a withdrawal of a partner
+	//
+	// Opens a withdrawal against the available balance (the balance less the open withdrawals).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/operator/v1/partners/{id}/withdrawals (the `CreateWithdrawal` operationId).
+	CreateWithdrawalWithBody(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateWithdrawal Open a withdrawal of a partner
+	//
+	// Opens a withdrawal against the available balance (the balance less the open withdrawals).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/operator/v1/partners/{id}/withdrawals (the `CreateWithdrawal` operationId).
+	CreateWithdrawal(ctx context.Context, id int64, body CreateWithdrawalJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateProgramWithBody Create a program in a workspace
+	//
+	// Creates a program with its live and test keys. Neither key is shown: the workspace owner generates one with `POST /api/v1/programs/{id}/api-key`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/operator/v1/programs (the `CreateProgram` operationId).
+	CreateProgramWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateProgram Create a program in a workspace
+	//
+	// Creates a program with its live and test keys. Neither key is shown: the workspace owner generates one with `POST /api/v1/programs/{id}/api-key`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/operator/v1/programs (the `CreateProgram` operationId).
+	CreateProgram(ctx context.Context, body CreateProgramJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// MarkKeyRotationWithBody Mark a program's live key for rotation
+	//
+	// Marks the program's live key for rotation: until `deadline` it still authenticates, with Deprecation, Sunset and Link headers and a `warnings` array; from then on it answers 401 `api_key_rotation_required`. Regenerating the key clears the mark.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/operator/v1/programs/{id}/key-rotation (the `MarkKeyRotation` operationId).
+	MarkKeyRotationWithBody(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// MarkKeyRotation Mark a program's live key for rotation
+	//
+	// Marks the program's live key for rotation: until `deadline` it still authenticates, with Deprecation, Sunset and Link headers and a `warnings` array; from then on it answers 401 `api_key_rotation_required`. Regenerating the key clears the mark.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/operator/v1/programs/{id}/key-rotation (the `MarkKeyRotation` operationId).
+	MarkKeyRotation(ctx context.Context, id int64, body MarkKeyRotationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateLinkWithBody Create a referral link of an enrolled partner
+	//
+	// Creates a referral link (`?aff=<code>` or `?via=<code>`) of a partner enrolled in the program.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/operator/v1/programs/{id}/links (the `CreateLink` operationId).
+	CreateLinkWithBody(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateLink Create a referral link of an enrolled partner
+	//
+	// Creates a referral link (`?aff=<code>` or `?via=<code>`) of a partner enrolled in the program.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/operator/v1/programs/{id}/links (the `CreateLink` operationId).
+	CreateLink(ctx context.Context, id int64, body CreateLinkJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// EnrollPartnerWithBody Enrol a partner in a program
+	//
+	// Creates the partner when the email is new (else reuses it) and enrols it in the program.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/operator/v1/programs/{id}/partners (the `EnrollPartner` operationId).
+	EnrollPartnerWithBody(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// EnrollPartner Enrol a partner in a program
+	//
+	// Creates the partner when the email is new (else reuses it) and enrols it in the program.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/operator/v1/programs/{id}/partners (the `EnrollPartner` operationId).
+	EnrollPartner(ctx context.Context, id int64, body EnrollPartnerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ConnectProcessorAccountWithBody Connect a program's payment-processor account
+	//
+	// Maps a Stripe connected account (`acct_…`) to the program, whose Connect events then record its sales and refunds. Connecting another account replaces the program's.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/operator/v1/programs/{id}/processor-account (the `ConnectProcessorAccount` operationId).
+	ConnectProcessorAccountWithBody(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ConnectProcessorAccount Connect a program's payment-processor account
+	//
+	// Maps a Stripe connected account (`acct_…`) to the program, whose Connect events then record its sales and refunds. Connecting another account replaces the program's.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/operator/v1/programs/{id}/processor-account (the `ConnectProcessorAccount` operationId).
+	ConnectProcessorAccount(ctx context.Context, id int64, body ConnectProcessorAccountJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateUserSession Mint a dashboard sign-in token for a user
+	//
+	// Returns a dashboard token for the user, the same kind that `POST /api/v1/auth/session` returns.
+	//
+	// Corresponds with POST /api/operator/v1/users/{id}/sessions (the `CreateUserSession` operationId).
+	CreateUserSession(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SuspendUser Suspend a user
+	//
+	// Suspends the user and revokes every session of theirs; sign-in and the CLI callback then answer 403 `ACCOUNT_BLOCKED`. Suspending again keeps the first time.
+	//
+	// Corresponds with POST /api/operator/v1/users/{id}/suspend (the `SuspendUser` operationId).
+	SuspendUser(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UnlinkUserIdentity Remove a user's binding to a sign-in identity
+	//
+	// Removes the user's binding to a provider identity, so that their next sign-in binds anew (a person whose provider account changed).
+	//
+	// Corresponds with POST /api/operator/v1/users/{id}/unlink-identity (the `UnlinkUserIdentity` operationId).
+	UnlinkUserIdentity(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetWithdrawal Read a withdrawal
+	//
+	// Returns one withdrawal.
+	//
+	// Corresponds with GET /api/operator/v1/withdrawals/{id} (the `GetWithdrawal` operationId).
+	GetWithdrawal(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// MarkWithdrawalPaid Mark a withdrawal paid
+	//
+	// Pays an open withdrawal: a payout entry leaves the balance, and the credited commissions its amount covers (oldest approval first) become paid out. A paid withdrawal is returned unchanged.
+	//
+	// Corresponds with POST /api/operator/v1/withdrawals/{id}/mark-paid (the `MarkWithdrawalPaid` operationId).
+	MarkWithdrawalPaid(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateWorkspaceWithBody Create a workspace (an advertiser) and its owner
+	//
+	// Creates a workspace and its owner user (created when the email is new, else reused).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/operator/v1/workspaces (the `CreateWorkspace` operationId).
+	CreateWorkspaceWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateWorkspace Create a workspace (an advertiser) and its owner
+	//
+	// Creates a workspace and its owner user (created when the email is new, else reused).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/operator/v1/workspaces (the `CreateWorkspace` operationId).
+	CreateWorkspace(ctx context.Context, body CreateWorkspaceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AddWorkspaceMemberWithBody Add a member to a workspace
+	//
+	// Adds the user of `email` (created when new) to the workspace with a role; an existing member gets the new role.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/operator/v1/workspaces/{id}/members (the `AddWorkspaceMember` operationId).
+	AddWorkspaceMemberWithBody(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AddWorkspaceMember Add a member to a workspace
+	//
+	// Adds the user of `email` (created when new) to the workspace with a role; an existing member gets the new role.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/operator/v1/workspaces/{id}/members (the `AddWorkspaceMember` operationId).
+	AddWorkspaceMember(ctx context.Context, id int64, body AddWorkspaceMemberJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CliAuthCallbackWithBody Complete a login with an id_token
+	//
+	// The login page posts the CLI's `state` and the provider's `id_token`, verified exactly as dashboard sign-in verifies it; the user is created on first sign-in. The next poll hands out the token.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/cli/auth/callback (the `CliAuthCallback` operationId).
+	CliAuthCallbackWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CliAuthCallback Complete a login with an id_token
+	//
+	// The login page posts the CLI's `state` and the provider's `id_token`, verified exactly as dashboard sign-in verifies it; the user is created on first sign-in. The next poll hands out the token.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/cli/auth/callback (the `CliAuthCallback` operationId).
+	CliAuthCallback(ctx context.Context, body CliAuthCallbackJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CliAuthConfirmWithBody Confirm the user code of a login
+	//
+	// The sign-in page posts the state and the user code the person confirmed matches their terminal's; the page offers sign-in only after it.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/cli/auth/confirm (the `CliAuthConfirm` operationId).
+	CliAuthConfirmWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CliAuthConfirm Confirm the user code of a login
+	//
+	// The sign-in page posts the state and the user code the person confirmed matches their terminal's; the page offers sign-in only after it.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/cli/auth/confirm (the `CliAuthConfirm` operationId).
+	CliAuthConfirm(ctx context.Context, body CliAuthConfirmJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CliAuthPoll Poll a login
+	//
+	// `status` is `pending` before sign-in, `complete` (with the token) on the first poll after it, `expired` once the login link is older than 5 minutes. A later poll answers 400 `Session already consumed`. Poll every `poll_interval_seconds` (2).
+	//
+	// Corresponds with GET /api/v1/cli/auth/poll (the `CliAuthPoll` operationId).
+	CliAuthPoll(ctx context.Context, params *CliAuthPollParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CliAuthStartWithBody Start a browser login
+	//
+	// Starts a login session: the CLI opens `auth_url` in a browser and polls `poll_url` until the person has signed in. The body is optional (the reference CLI sends none); a client that sends an S256 `code_challenge` must poll with its `code_verifier`. The terminal shows `user_code`, which the sign-in page asks the person to confirm.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/cli/auth/start (the `CliAuthStart` operationId).
+	CliAuthStartWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CliAuthStart Start a browser login
+	//
+	// Starts a login session: the CLI opens `auth_url` in a browser and polls `poll_url` until the person has signed in. The body is optional (the reference CLI sends none); a client that sends an S256 `code_challenge` must poll with its `code_verifier`. The terminal shows `user_code`, which the sign-in page asks the person to confirm.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/cli/auth/start (the `CliAuthStart` operationId).
+	CliAuthStart(ctx context.Context, body CliAuthStartJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CliInitWithBody Create a program
+	//
+	// Creates a program in the login's advertiser (the workspace the user owns, else administers; or `advertiser_id`). The program's API key is not returned: the workspace owner generates it with `POST /api/v1/programs/{id}/api-key`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/cli/init (the `CliInit` operationId).
+	CliInitWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CliInit Create a program
+	//
+	// Creates a program in the login's advertiser (the workspace the user owns, else administers; or `advertiser_id`). The program's API key is not returned: the workspace owner generates it with `POST /api/v1/programs/{id}/api-key`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/cli/init (the `CliInit` operationId).
+	CliInit(ctx context.Context, body CliInitJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CliPrograms List the login's programs
+	//
+	// Lists the programs of the workspaces the signed-in user belongs to.
+	//
+	// Corresponds with GET /api/v1/cli/programs (the `CliPrograms` operationId).
+	CliPrograms(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CliStatus Read the key's program status
+	//
+	// The program's name, processor connection and last-24-hour counts. Unlike the rest of the family, its 200, 401 and 429 carry no `X-Request-ID` (its 500 does).
+	//
+	// Corresponds with GET /api/v1/cli/status (the `CliStatus` operationId).
+	CliStatus(ctx context.Context, params *CliStatusParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CliStripeConnectWithBody Retired: connect Stripe through the CLI
+	//
+	// Retired (410): the operator connects a program's Stripe account (`POST /api/operator/v1/programs/{id}/processor-account`), or the brand adds a webhook to `/webhooks/stripe/{programId}`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/cli/stripe-connect (the `CliStripeConnect` operationId).
+	//
+	// Deprecated: this operation has been marked as deprecated upstream, but no `x-deprecated-reason` was set
+	CliStripeConnectWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CliStripeConnect Retired: connect Stripe through the CLI
+	//
+	// Retired (410): the operator connects a program's Stripe account (`POST /api/operator/v1/programs/{id}/processor-account`), or the brand adds a webhook to `/webhooks/stripe/{programId}`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/cli/stripe-connect (the `CliStripeConnect` operationId).
+	//
+	// Deprecated: this operation has been marked as deprecated upstream, but no `x-deprecated-reason` was set
+	CliStripeConnect(ctx context.Context, body CliStripeConnectJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CliTestEventWithBody Record a test event, or run the synthetic chain
+	//
+	// With `event_type` (`click`, `lead` or `sale`) records one flagged test event; with `type` = `chain` runs the synthetic click → lead → sale chain through the real endpoints and reports a verdict per step (at most 10 chains per program per hour).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/cli/test-event (the `CliTestEvent` operationId).
+	CliTestEventWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CliTestEvent Record a test event, or run the synthetic chain
+	//
+	// With `event_type` (`click`, `lead` or `sale`) records one flagged test event; with `type` = `chain` runs the synthetic click → lead → sale chain through the real endpoints and reports a verdict per step (at most 10 chains per program per hour).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/cli/test-event (the `CliTestEvent` operationId).
+	CliTestEvent(ctx context.Context, body CliTestEventJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CliLoginPage The CLI login page
+	//
+	// The page `auth_url` opens: it shows the login's user code, runs the provider's sign-in in the browser and posts the `state` and `id_token` to the callback. Rate limited to 60 a minute per IP.
+	//
+	// Corresponds with GET /cli/login (the `CliLoginPage` operationId).
+	CliLoginPage(ctx context.Context, params *CliLoginPageParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetAPIReference The API reference page, rendered from this document
 	//
 	// Corresponds with GET /docs/api (the `GetAPIReference` operationId).
@@ -95,6 +2457,871 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /openapi.json (the `GetOpenAPI` operationId).
 	GetOpenAPI(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+}
+
+// CreateAgentKeyWithBody Create an agent key of a workspace
+//
+// Issues an `agt_` key confined to the workspace, with the given scopes. The key is shown only here.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/operator/v1/agent-keys (the `CreateAgentKey` operationId).
+func (c *Client) CreateAgentKeyWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateAgentKeyRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateAgentKey Create an agent key of a workspace
+//
+// Issues an `agt_` key confined to the workspace, with the given scopes. The key is shown only here.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/operator/v1/agent-keys (the `CreateAgentKey` operationId).
+func (c *Client) CreateAgentKey(ctx context.Context, body CreateAgentKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateAgentKeyRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetCommission Read a commission
+//
+// Returns one commission.
+//
+// Corresponds with GET /api/operator/v1/commissions/{id} (the `GetCommission` operationId).
+func (c *Client) GetCommission(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetCommissionRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ApproveCommission Approve a commission now
+//
+// Approves a pending commission whatever its hold and credits it to the partner's balance; a commission past pending is returned unchanged.
+//
+// Corresponds with POST /api/operator/v1/commissions/{id}/approve (the `ApproveCommission` operationId).
+func (c *Client) ApproveCommission(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewApproveCommissionRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// MarkCommissionPaid Mark a commission paid out
+//
+// Pays a commission out by hand (approving it first when pending): a payout entry takes its amount, at most the balance, out of the balance, and open withdrawals are lowered to fit. A paid commission is returned unchanged.
+//
+// Corresponds with POST /api/operator/v1/commissions/{id}/mark-paid (the `MarkCommissionPaid` operationId).
+func (c *Client) MarkCommissionPaid(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewMarkCommissionPaidRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FindCustomer Find a customer of a program
+//
+// Looks a customer up by the saved `customer_key`, else by `click_id`.
+//
+// Corresponds with GET /api/operator/v1/customers (the `FindCustomer` operationId).
+func (c *Client) FindCustomer(ctx context.Context, params *FindCustomerParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFindCustomerRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateLinkWithBody Turn a referral link on or off
+//
+// Sets `active`; a disabled link answers clicks with 410 `link_disabled`. Every edge forgets the cached link.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /api/operator/v1/links/{id} (the `UpdateLink` operationId).
+func (c *Client) UpdateLinkWithBody(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateLinkRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateLink Turn a referral link on or off
+//
+// Sets `active`; a disabled link answers clicks with 410 `link_disabled`. Every edge forgets the cached link.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /api/operator/v1/links/{id} (the `UpdateLink` operationId).
+func (c *Client) UpdateLink(ctx context.Context, id int64, body UpdateLinkJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateLinkRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetPartnerBalances Read a partner's balances
+//
+// Returns the balance in each currency the partner has an account in (approved commissions less payouts and refund deductions).
+//
+// Corresponds with GET /api/operator/v1/partners/{id}/balances (the `GetPartnerBalances` operationId).
+func (c *Client) GetPartnerBalances(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetPartnerBalancesRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListPartnerNotifications List a partner's in-app notifications
+//
+// Returns the partner's in-app notifications (reversed and refunded commissions), newest first, at most 100.
+//
+// Corresponds with GET /api/operator/v1/partners/{id}/notifications (the `ListPartnerNotifications` operationId).
+func (c *Client) ListPartnerNotifications(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListPartnerNotificationsRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateWithdrawalWithBody Open a withdrawal of a partner
+//
+// Opens a withdrawal against the available balance (the balance less the open withdrawals).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/operator/v1/partners/{id}/withdrawals (the `CreateWithdrawal` operationId).
+func (c *Client) CreateWithdrawalWithBody(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateWithdrawalRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateWithdrawal Open a withdrawal of a partner
+//
+// Opens a withdrawal against the available balance (the balance less the open withdrawals).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/operator/v1/partners/{id}/withdrawals (the `CreateWithdrawal` operationId).
+func (c *Client) CreateWithdrawal(ctx context.Context, id int64, body CreateWithdrawalJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateWithdrawalRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateProgramWithBody Create a program in a workspace
+//
+// Creates a program with its live and test keys. Neither key is shown: the workspace owner generates one with `POST /api/v1/programs/{id}/api-key`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/operator/v1/programs (the `CreateProgram` operationId).
+func (c *Client) CreateProgramWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateProgramRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateProgram Create a program in a workspace
+//
+// Creates a program with its live and test keys. Neither key is shown: the workspace owner generates one with `POST /api/v1/programs/{id}/api-key`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/operator/v1/programs (the `CreateProgram` operationId).
+func (c *Client) CreateProgram(ctx context.Context, body CreateProgramJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateProgramRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// MarkKeyRotationWithBody Mark a program's live key for rotation
+//
+// Marks the program's live key for rotation: until `deadline` it still authenticates, with Deprecation, Sunset and Link headers and a `warnings` array; from then on it answers 401 `api_key_rotation_required`. Regenerating the key clears the mark.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/operator/v1/programs/{id}/key-rotation (the `MarkKeyRotation` operationId).
+func (c *Client) MarkKeyRotationWithBody(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewMarkKeyRotationRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// MarkKeyRotation Mark a program's live key for rotation
+//
+// Marks the program's live key for rotation: until `deadline` it still authenticates, with Deprecation, Sunset and Link headers and a `warnings` array; from then on it answers 401 `api_key_rotation_required`. Regenerating the key clears the mark.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/operator/v1/programs/{id}/key-rotation (the `MarkKeyRotation` operationId).
+func (c *Client) MarkKeyRotation(ctx context.Context, id int64, body MarkKeyRotationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewMarkKeyRotationRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateLinkWithBody Create a referral link of an enrolled partner
+//
+// Creates a referral link (`?aff=<code>` or `?via=<code>`) of a partner enrolled in the program.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/operator/v1/programs/{id}/links (the `CreateLink` operationId).
+func (c *Client) CreateLinkWithBody(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateLinkRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateLink Create a referral link of an enrolled partner
+//
+// Creates a referral link (`?aff=<code>` or `?via=<code>`) of a partner enrolled in the program.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/operator/v1/programs/{id}/links (the `CreateLink` operationId).
+func (c *Client) CreateLink(ctx context.Context, id int64, body CreateLinkJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateLinkRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// EnrollPartnerWithBody Enrol a partner in a program
+//
+// Creates the partner when the email is new (else reuses it) and enrols it in the program.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/operator/v1/programs/{id}/partners (the `EnrollPartner` operationId).
+func (c *Client) EnrollPartnerWithBody(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewEnrollPartnerRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// EnrollPartner Enrol a partner in a program
+//
+// Creates the partner when the email is new (else reuses it) and enrols it in the program.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/operator/v1/programs/{id}/partners (the `EnrollPartner` operationId).
+func (c *Client) EnrollPartner(ctx context.Context, id int64, body EnrollPartnerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewEnrollPartnerRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ConnectProcessorAccountWithBody Connect a program's payment-processor account
+//
+// Maps a Stripe connected account (`acct_…`) to the program, whose Connect events then record its sales and refunds. Connecting another account replaces the program's.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/operator/v1/programs/{id}/processor-account (the `ConnectProcessorAccount` operationId).
+func (c *Client) ConnectProcessorAccountWithBody(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewConnectProcessorAccountRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ConnectProcessorAccount Connect a program's payment-processor account
+//
+// Maps a Stripe connected account (`acct_…`) to the program, whose Connect events then record its sales and refunds. Connecting another account replaces the program's.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/operator/v1/programs/{id}/processor-account (the `ConnectProcessorAccount` operationId).
+func (c *Client) ConnectProcessorAccount(ctx context.Context, id int64, body ConnectProcessorAccountJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewConnectProcessorAccountRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateUserSession Mint a dashboard sign-in token for a user
+//
+// Returns a dashboard token for the user, the same kind that `POST /api/v1/auth/session` returns.
+//
+// Corresponds with POST /api/operator/v1/users/{id}/sessions (the `CreateUserSession` operationId).
+func (c *Client) CreateUserSession(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateUserSessionRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SuspendUser Suspend a user
+//
+// Suspends the user and revokes every session of theirs; sign-in and the CLI callback then answer 403 `ACCOUNT_BLOCKED`. Suspending again keeps the first time.
+//
+// Corresponds with POST /api/operator/v1/users/{id}/suspend (the `SuspendUser` operationId).
+func (c *Client) SuspendUser(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSuspendUserRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UnlinkUserIdentity Remove a user's binding to a sign-in identity
+//
+// Removes the user's binding to a provider identity, so that their next sign-in binds anew (a person whose provider account changed).
+//
+// Corresponds with POST /api/operator/v1/users/{id}/unlink-identity (the `UnlinkUserIdentity` operationId).
+func (c *Client) UnlinkUserIdentity(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUnlinkUserIdentityRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetWithdrawal Read a withdrawal
+//
+// Returns one withdrawal.
+//
+// Corresponds with GET /api/operator/v1/withdrawals/{id} (the `GetWithdrawal` operationId).
+func (c *Client) GetWithdrawal(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetWithdrawalRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// MarkWithdrawalPaid Mark a withdrawal paid
+//
+// Pays an open withdrawal: a payout entry leaves the balance, and the credited commissions its amount covers (oldest approval first) become paid out. A paid withdrawal is returned unchanged.
+//
+// Corresponds with POST /api/operator/v1/withdrawals/{id}/mark-paid (the `MarkWithdrawalPaid` operationId).
+func (c *Client) MarkWithdrawalPaid(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewMarkWithdrawalPaidRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateWorkspaceWithBody Create a workspace (an advertiser) and its owner
+//
+// Creates a workspace and its owner user (created when the email is new, else reused).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/operator/v1/workspaces (the `CreateWorkspace` operationId).
+func (c *Client) CreateWorkspaceWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateWorkspaceRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateWorkspace Create a workspace (an advertiser) and its owner
+//
+// Creates a workspace and its owner user (created when the email is new, else reused).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/operator/v1/workspaces (the `CreateWorkspace` operationId).
+func (c *Client) CreateWorkspace(ctx context.Context, body CreateWorkspaceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateWorkspaceRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AddWorkspaceMemberWithBody Add a member to a workspace
+//
+// Adds the user of `email` (created when new) to the workspace with a role; an existing member gets the new role.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/operator/v1/workspaces/{id}/members (the `AddWorkspaceMember` operationId).
+func (c *Client) AddWorkspaceMemberWithBody(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAddWorkspaceMemberRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AddWorkspaceMember Add a member to a workspace
+//
+// Adds the user of `email` (created when new) to the workspace with a role; an existing member gets the new role.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/operator/v1/workspaces/{id}/members (the `AddWorkspaceMember` operationId).
+func (c *Client) AddWorkspaceMember(ctx context.Context, id int64, body AddWorkspaceMemberJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAddWorkspaceMemberRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CliAuthCallbackWithBody Complete a login with an id_token
+//
+// The login page posts the CLI's `state` and the provider's `id_token`, verified exactly as dashboard sign-in verifies it; the user is created on first sign-in. The next poll hands out the token.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/cli/auth/callback (the `CliAuthCallback` operationId).
+func (c *Client) CliAuthCallbackWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCliAuthCallbackRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CliAuthCallback Complete a login with an id_token
+//
+// The login page posts the CLI's `state` and the provider's `id_token`, verified exactly as dashboard sign-in verifies it; the user is created on first sign-in. The next poll hands out the token.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/cli/auth/callback (the `CliAuthCallback` operationId).
+func (c *Client) CliAuthCallback(ctx context.Context, body CliAuthCallbackJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCliAuthCallbackRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CliAuthConfirmWithBody Confirm the user code of a login
+//
+// The sign-in page posts the state and the user code the person confirmed matches their terminal's; the page offers sign-in only after it.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/cli/auth/confirm (the `CliAuthConfirm` operationId).
+func (c *Client) CliAuthConfirmWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCliAuthConfirmRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CliAuthConfirm Confirm the user code of a login
+//
+// The sign-in page posts the state and the user code the person confirmed matches their terminal's; the page offers sign-in only after it.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/cli/auth/confirm (the `CliAuthConfirm` operationId).
+func (c *Client) CliAuthConfirm(ctx context.Context, body CliAuthConfirmJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCliAuthConfirmRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CliAuthPoll Poll a login
+//
+// `status` is `pending` before sign-in, `complete` (with the token) on the first poll after it, `expired` once the login link is older than 5 minutes. A later poll answers 400 `Session already consumed`. Poll every `poll_interval_seconds` (2).
+//
+// Corresponds with GET /api/v1/cli/auth/poll (the `CliAuthPoll` operationId).
+func (c *Client) CliAuthPoll(ctx context.Context, params *CliAuthPollParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCliAuthPollRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CliAuthStartWithBody Start a browser login
+//
+// Starts a login session: the CLI opens `auth_url` in a browser and polls `poll_url` until the person has signed in. The body is optional (the reference CLI sends none); a client that sends an S256 `code_challenge` must poll with its `code_verifier`. The terminal shows `user_code`, which the sign-in page asks the person to confirm.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/cli/auth/start (the `CliAuthStart` operationId).
+func (c *Client) CliAuthStartWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCliAuthStartRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CliAuthStart Start a browser login
+//
+// Starts a login session: the CLI opens `auth_url` in a browser and polls `poll_url` until the person has signed in. The body is optional (the reference CLI sends none); a client that sends an S256 `code_challenge` must poll with its `code_verifier`. The terminal shows `user_code`, which the sign-in page asks the person to confirm.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/cli/auth/start (the `CliAuthStart` operationId).
+func (c *Client) CliAuthStart(ctx context.Context, body CliAuthStartJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCliAuthStartRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CliInitWithBody Create a program
+//
+// Creates a program in the login's advertiser (the workspace the user owns, else administers; or `advertiser_id`). The program's API key is not returned: the workspace owner generates it with `POST /api/v1/programs/{id}/api-key`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/cli/init (the `CliInit` operationId).
+func (c *Client) CliInitWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCliInitRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CliInit Create a program
+//
+// Creates a program in the login's advertiser (the workspace the user owns, else administers; or `advertiser_id`). The program's API key is not returned: the workspace owner generates it with `POST /api/v1/programs/{id}/api-key`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/cli/init (the `CliInit` operationId).
+func (c *Client) CliInit(ctx context.Context, body CliInitJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCliInitRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CliPrograms List the login's programs
+//
+// Lists the programs of the workspaces the signed-in user belongs to.
+//
+// Corresponds with GET /api/v1/cli/programs (the `CliPrograms` operationId).
+func (c *Client) CliPrograms(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCliProgramsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CliStatus Read the key's program status
+//
+// The program's name, processor connection and last-24-hour counts. Unlike the rest of the family, its 200, 401 and 429 carry no `X-Request-ID` (its 500 does).
+//
+// Corresponds with GET /api/v1/cli/status (the `CliStatus` operationId).
+func (c *Client) CliStatus(ctx context.Context, params *CliStatusParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCliStatusRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CliStripeConnectWithBody Retired: connect Stripe through the CLI
+//
+// Retired (410): the operator connects a program's Stripe account (`POST /api/operator/v1/programs/{id}/processor-account`), or the brand adds a webhook to `/webhooks/stripe/{programId}`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/cli/stripe-connect (the `CliStripeConnect` operationId).
+// Deprecated: this operation has been marked as deprecated upstream, but no `x-deprecated-reason` was set
+func (c *Client) CliStripeConnectWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCliStripeConnectRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CliStripeConnect Retired: connect Stripe through the CLI
+//
+// Retired (410): the operator connects a program's Stripe account (`POST /api/operator/v1/programs/{id}/processor-account`), or the brand adds a webhook to `/webhooks/stripe/{programId}`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/cli/stripe-connect (the `CliStripeConnect` operationId).
+// Deprecated: this operation has been marked as deprecated upstream, but no `x-deprecated-reason` was set
+func (c *Client) CliStripeConnect(ctx context.Context, body CliStripeConnectJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCliStripeConnectRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CliTestEventWithBody Record a test event, or run the synthetic chain
+//
+// With `event_type` (`click`, `lead` or `sale`) records one flagged test event; with `type` = `chain` runs the synthetic click → lead → sale chain through the real endpoints and reports a verdict per step (at most 10 chains per program per hour).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/cli/test-event (the `CliTestEvent` operationId).
+func (c *Client) CliTestEventWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCliTestEventRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CliTestEvent Record a test event, or run the synthetic chain
+//
+// With `event_type` (`click`, `lead` or `sale`) records one flagged test event; with `type` = `chain` runs the synthetic click → lead → sale chain through the real endpoints and reports a verdict per step (at most 10 chains per program per hour).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/cli/test-event (the `CliTestEvent` operationId).
+func (c *Client) CliTestEvent(ctx context.Context, body CliTestEventJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCliTestEventRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CliLoginPage The CLI login page
+//
+// The page `auth_url` opens: it shows the login's user code, runs the provider's sign-in in the browser and posts the `state` and `id_token` to the callback. Rate limited to 60 a minute per IP.
+//
+// Corresponds with GET /cli/login (the `CliLoginPage` operationId).
+func (c *Client) CliLoginPage(ctx context.Context, params *CliLoginPageParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCliLoginPageRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
 }
 
 // GetAPIReference The API reference page, rendered from this document
@@ -125,6 +3352,1306 @@ func (c *Client) GetOpenAPI(ctx context.Context, reqEditors ...RequestEditorFn) 
 		return nil, err
 	}
 	return c.Client.Do(req)
+}
+
+// NewCreateAgentKeyRequest calls the generic CreateAgentKey builder with application/json body
+func NewCreateAgentKeyRequest(server string, body CreateAgentKeyJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateAgentKeyRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewCreateAgentKeyRequestWithBody constructs an http.Request for the CreateAgentKey method, with any body, and a specified content type
+func NewCreateAgentKeyRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/operator/v1/agent-keys")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewGetCommissionRequest constructs an http.Request for the GetCommission method
+func NewGetCommissionRequest(server string, id int64) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/operator/v1/commissions/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewApproveCommissionRequest constructs an http.Request for the ApproveCommission method
+func NewApproveCommissionRequest(server string, id int64) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/operator/v1/commissions/%s/approve", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewMarkCommissionPaidRequest constructs an http.Request for the MarkCommissionPaid method
+func NewMarkCommissionPaidRequest(server string, id int64) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/operator/v1/commissions/%s/mark-paid", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewFindCustomerRequest constructs an http.Request for the FindCustomer method
+func NewFindCustomerRequest(server string, params *FindCustomerParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/operator/v1/customers")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "program_id", params.ProgramId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if params.CustomerKey != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "customer_key", *params.CustomerKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.ClickId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "click_id", *params.ClickId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewUpdateLinkRequest calls the generic UpdateLink builder with application/json body
+func NewUpdateLinkRequest(server string, id int64, body UpdateLinkJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateLinkRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewUpdateLinkRequestWithBody constructs an http.Request for the UpdateLink method, with any body, and a specified content type
+func NewUpdateLinkRequestWithBody(server string, id int64, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/operator/v1/links/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewGetPartnerBalancesRequest constructs an http.Request for the GetPartnerBalances method
+func NewGetPartnerBalancesRequest(server string, id int64) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/operator/v1/partners/%s/balances", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListPartnerNotificationsRequest constructs an http.Request for the ListPartnerNotifications method
+func NewListPartnerNotificationsRequest(server string, id int64) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/operator/v1/partners/%s/notifications", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateWithdrawalRequest calls the generic CreateWithdrawal builder with application/json body
+func NewCreateWithdrawalRequest(server string, id int64, body CreateWithdrawalJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateWithdrawalRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewCreateWithdrawalRequestWithBody constructs an http.Request for the CreateWithdrawal method, with any body, and a specified content type
+func NewCreateWithdrawalRequestWithBody(server string, id int64, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/operator/v1/partners/%s/withdrawals", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewCreateProgramRequest calls the generic CreateProgram builder with application/json body
+func NewCreateProgramRequest(server string, body CreateProgramJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateProgramRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewCreateProgramRequestWithBody constructs an http.Request for the CreateProgram method, with any body, and a specified content type
+func NewCreateProgramRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/operator/v1/programs")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewMarkKeyRotationRequest calls the generic MarkKeyRotation builder with application/json body
+func NewMarkKeyRotationRequest(server string, id int64, body MarkKeyRotationJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewMarkKeyRotationRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewMarkKeyRotationRequestWithBody constructs an http.Request for the MarkKeyRotation method, with any body, and a specified content type
+func NewMarkKeyRotationRequestWithBody(server string, id int64, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/operator/v1/programs/%s/key-rotation", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewCreateLinkRequest calls the generic CreateLink builder with application/json body
+func NewCreateLinkRequest(server string, id int64, body CreateLinkJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateLinkRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewCreateLinkRequestWithBody constructs an http.Request for the CreateLink method, with any body, and a specified content type
+func NewCreateLinkRequestWithBody(server string, id int64, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/operator/v1/programs/%s/links", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewEnrollPartnerRequest calls the generic EnrollPartner builder with application/json body
+func NewEnrollPartnerRequest(server string, id int64, body EnrollPartnerJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewEnrollPartnerRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewEnrollPartnerRequestWithBody constructs an http.Request for the EnrollPartner method, with any body, and a specified content type
+func NewEnrollPartnerRequestWithBody(server string, id int64, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/operator/v1/programs/%s/partners", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewConnectProcessorAccountRequest calls the generic ConnectProcessorAccount builder with application/json body
+func NewConnectProcessorAccountRequest(server string, id int64, body ConnectProcessorAccountJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewConnectProcessorAccountRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewConnectProcessorAccountRequestWithBody constructs an http.Request for the ConnectProcessorAccount method, with any body, and a specified content type
+func NewConnectProcessorAccountRequestWithBody(server string, id int64, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/operator/v1/programs/%s/processor-account", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewCreateUserSessionRequest constructs an http.Request for the CreateUserSession method
+func NewCreateUserSessionRequest(server string, id int64) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/operator/v1/users/%s/sessions", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewSuspendUserRequest constructs an http.Request for the SuspendUser method
+func NewSuspendUserRequest(server string, id int64) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/operator/v1/users/%s/suspend", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewUnlinkUserIdentityRequest constructs an http.Request for the UnlinkUserIdentity method
+func NewUnlinkUserIdentityRequest(server string, id int64) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/operator/v1/users/%s/unlink-identity", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetWithdrawalRequest constructs an http.Request for the GetWithdrawal method
+func NewGetWithdrawalRequest(server string, id int64) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/operator/v1/withdrawals/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewMarkWithdrawalPaidRequest constructs an http.Request for the MarkWithdrawalPaid method
+func NewMarkWithdrawalPaidRequest(server string, id int64) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/operator/v1/withdrawals/%s/mark-paid", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateWorkspaceRequest calls the generic CreateWorkspace builder with application/json body
+func NewCreateWorkspaceRequest(server string, body CreateWorkspaceJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateWorkspaceRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewCreateWorkspaceRequestWithBody constructs an http.Request for the CreateWorkspace method, with any body, and a specified content type
+func NewCreateWorkspaceRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/operator/v1/workspaces")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewAddWorkspaceMemberRequest calls the generic AddWorkspaceMember builder with application/json body
+func NewAddWorkspaceMemberRequest(server string, id int64, body AddWorkspaceMemberJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewAddWorkspaceMemberRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewAddWorkspaceMemberRequestWithBody constructs an http.Request for the AddWorkspaceMember method, with any body, and a specified content type
+func NewAddWorkspaceMemberRequestWithBody(server string, id int64, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/operator/v1/workspaces/%s/members", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewCliAuthCallbackRequest calls the generic CliAuthCallback builder with application/json body
+func NewCliAuthCallbackRequest(server string, body CliAuthCallbackJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCliAuthCallbackRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewCliAuthCallbackRequestWithBody constructs an http.Request for the CliAuthCallback method, with any body, and a specified content type
+func NewCliAuthCallbackRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/cli/auth/callback")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewCliAuthConfirmRequest calls the generic CliAuthConfirm builder with application/json body
+func NewCliAuthConfirmRequest(server string, body CliAuthConfirmJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCliAuthConfirmRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewCliAuthConfirmRequestWithBody constructs an http.Request for the CliAuthConfirm method, with any body, and a specified content type
+func NewCliAuthConfirmRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/cli/auth/confirm")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewCliAuthPollRequest constructs an http.Request for the CliAuthPoll method
+func NewCliAuthPollRequest(server string, params *CliAuthPollParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/cli/auth/poll")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "state", params.State, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if params.CodeVerifier != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "code_verifier", *params.CodeVerifier, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCliAuthStartRequest calls the generic CliAuthStart builder with application/json body
+func NewCliAuthStartRequest(server string, body CliAuthStartJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCliAuthStartRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewCliAuthStartRequestWithBody constructs an http.Request for the CliAuthStart method, with any body, and a specified content type
+func NewCliAuthStartRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/cli/auth/start")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewCliInitRequest calls the generic CliInit builder with application/json body
+func NewCliInitRequest(server string, body CliInitJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCliInitRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewCliInitRequestWithBody constructs an http.Request for the CliInit method, with any body, and a specified content type
+func NewCliInitRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/cli/init")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewCliProgramsRequest constructs an http.Request for the CliPrograms method
+func NewCliProgramsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/cli/programs")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCliStatusRequest constructs an http.Request for the CliStatus method
+func NewCliStatusRequest(server string, params *CliStatusParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/cli/status")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.ProgramId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "program_id", *params.ProgramId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCliStripeConnectRequest calls the generic CliStripeConnect builder with application/json body
+func NewCliStripeConnectRequest(server string, body CliStripeConnectJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCliStripeConnectRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewCliStripeConnectRequestWithBody constructs an http.Request for the CliStripeConnect method, with any body, and a specified content type
+func NewCliStripeConnectRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/cli/stripe-connect")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewCliTestEventRequest calls the generic CliTestEvent builder with application/json body
+func NewCliTestEventRequest(server string, body CliTestEventJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCliTestEventRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewCliTestEventRequestWithBody constructs an http.Request for the CliTestEvent method, with any body, and a specified content type
+func NewCliTestEventRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/cli/test-event")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewCliLoginPageRequest constructs an http.Request for the CliLoginPage method
+func NewCliLoginPageRequest(server string, params *CliLoginPageParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/cli/login")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.State != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "state", *params.State, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
 }
 
 // NewGetAPIReferenceRequest constructs an http.Request for the GetAPIReference method
@@ -225,6 +4752,433 @@ func WithBaseURL(baseURL string) ClientOption {
 // ClientWithResponsesInterface is the interface specification for the client with responses above.
 type ClientWithResponsesInterface interface {
 
+	// CreateAgentKeyWithBodyWithResponse Create an agent key of a workspace
+	//
+	// Issues an `agt_` key confined to the workspace, with the given scopes. The key is shown only here.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/operator/v1/agent-keys (the `CreateAgentKey` operationId).
+	CreateAgentKeyWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateAgentKeyResponse, error)
+
+	// CreateAgentKeyWithResponse Create an agent key of a workspace
+	//
+	// Issues an `agt_` key confined to the workspace, with the given scopes. The key is shown only here.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/operator/v1/agent-keys (the `CreateAgentKey` operationId).
+	CreateAgentKeyWithResponse(ctx context.Context, body CreateAgentKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateAgentKeyResponse, error)
+
+	// GetCommissionWithResponse Read a commission
+	//
+	// Returns one commission.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/operator/v1/commissions/{id} (the `GetCommission` operationId).
+	GetCommissionWithResponse(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*GetCommissionResponse, error)
+
+	// ApproveCommissionWithResponse Approve a commission now
+	//
+	// Approves a pending commission whatever its hold and credits it to the partner's balance; a commission past pending is returned unchanged.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/operator/v1/commissions/{id}/approve (the `ApproveCommission` operationId).
+	ApproveCommissionWithResponse(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*ApproveCommissionResponse, error)
+
+	// MarkCommissionPaidWithResponse Mark a commission paid out
+	//
+	// Pays a commission out by hand (approving it first when pending): a payout entry takes its amount, at most the balance, out of the balance, and open withdrawals are lowered to fit. A paid commission is returned unchanged.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/operator/v1/commissions/{id}/mark-paid (the `MarkCommissionPaid` operationId).
+	MarkCommissionPaidWithResponse(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*MarkCommissionPaidResponse, error)
+
+	// FindCustomerWithResponse Find a customer of a program
+	//
+	// Looks a customer up by the saved `customer_key`, else by `click_id`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/operator/v1/customers (the `FindCustomer` operationId).
+	FindCustomerWithResponse(ctx context.Context, params *FindCustomerParams, reqEditors ...RequestEditorFn) (*FindCustomerResponse, error)
+
+	// UpdateLinkWithBodyWithResponse Turn a referral link on or off
+	//
+	// Sets `active`; a disabled link answers clicks with 410 `link_disabled`. Every edge forgets the cached link.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /api/operator/v1/links/{id} (the `UpdateLink` operationId).
+	UpdateLinkWithBodyWithResponse(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateLinkResponse, error)
+
+	// UpdateLinkWithResponse Turn a referral link on or off
+	//
+	// Sets `active`; a disabled link answers clicks with 410 `link_disabled`. Every edge forgets the cached link.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /api/operator/v1/links/{id} (the `UpdateLink` operationId).
+	UpdateLinkWithResponse(ctx context.Context, id int64, body UpdateLinkJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateLinkResponse, error)
+
+	// GetPartnerBalancesWithResponse Read a partner's balances
+	//
+	// Returns the balance in each currency the partner has an account in (approved commissions less payouts and refund deductions).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/operator/v1/partners/{id}/balances (the `GetPartnerBalances` operationId).
+	GetPartnerBalancesWithResponse(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*GetPartnerBalancesResponse, error)
+
+	// ListPartnerNotificationsWithResponse List a partner's in-app notifications
+	//
+	// Returns the partner's in-app notifications (reversed and refunded commissions), newest first, at most 100.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/operator/v1/partners/{id}/notifications (the `ListPartnerNotifications` operationId).
+	ListPartnerNotificationsWithResponse(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*ListPartnerNotificationsResponse, error)
+
+	// CreateWithdrawalWithBodyWithResponse Open a withdrawal of a partner
+	//
+	// Opens a withdrawal against the available balance (the balance less the open withdrawals).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/operator/v1/partners/{id}/withdrawals (the `CreateWithdrawal` operationId).
+	CreateWithdrawalWithBodyWithResponse(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateWithdrawalResponse, error)
+
+	// CreateWithdrawalWithResponse Open a withdrawal of a partner
+	//
+	// Opens a withdrawal against the available balance (the balance less the open withdrawals).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/operator/v1/partners/{id}/withdrawals (the `CreateWithdrawal` operationId).
+	CreateWithdrawalWithResponse(ctx context.Context, id int64, body CreateWithdrawalJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateWithdrawalResponse, error)
+
+	// CreateProgramWithBodyWithResponse Create a program in a workspace
+	//
+	// Creates a program with its live and test keys. Neither key is shown: the workspace owner generates one with `POST /api/v1/programs/{id}/api-key`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/operator/v1/programs (the `CreateProgram` operationId).
+	CreateProgramWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateProgramResponse, error)
+
+	// CreateProgramWithResponse Create a program in a workspace
+	//
+	// Creates a program with its live and test keys. Neither key is shown: the workspace owner generates one with `POST /api/v1/programs/{id}/api-key`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/operator/v1/programs (the `CreateProgram` operationId).
+	CreateProgramWithResponse(ctx context.Context, body CreateProgramJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateProgramResponse, error)
+
+	// MarkKeyRotationWithBodyWithResponse Mark a program's live key for rotation
+	//
+	// Marks the program's live key for rotation: until `deadline` it still authenticates, with Deprecation, Sunset and Link headers and a `warnings` array; from then on it answers 401 `api_key_rotation_required`. Regenerating the key clears the mark.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/operator/v1/programs/{id}/key-rotation (the `MarkKeyRotation` operationId).
+	MarkKeyRotationWithBodyWithResponse(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*MarkKeyRotationResponse, error)
+
+	// MarkKeyRotationWithResponse Mark a program's live key for rotation
+	//
+	// Marks the program's live key for rotation: until `deadline` it still authenticates, with Deprecation, Sunset and Link headers and a `warnings` array; from then on it answers 401 `api_key_rotation_required`. Regenerating the key clears the mark.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/operator/v1/programs/{id}/key-rotation (the `MarkKeyRotation` operationId).
+	MarkKeyRotationWithResponse(ctx context.Context, id int64, body MarkKeyRotationJSONRequestBody, reqEditors ...RequestEditorFn) (*MarkKeyRotationResponse, error)
+
+	// CreateLinkWithBodyWithResponse Create a referral link of an enrolled partner
+	//
+	// Creates a referral link (`?aff=<code>` or `?via=<code>`) of a partner enrolled in the program.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/operator/v1/programs/{id}/links (the `CreateLink` operationId).
+	CreateLinkWithBodyWithResponse(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateLinkResponse, error)
+
+	// CreateLinkWithResponse Create a referral link of an enrolled partner
+	//
+	// Creates a referral link (`?aff=<code>` or `?via=<code>`) of a partner enrolled in the program.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/operator/v1/programs/{id}/links (the `CreateLink` operationId).
+	CreateLinkWithResponse(ctx context.Context, id int64, body CreateLinkJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateLinkResponse, error)
+
+	// EnrollPartnerWithBodyWithResponse Enrol a partner in a program
+	//
+	// Creates the partner when the email is new (else reuses it) and enrols it in the program.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/operator/v1/programs/{id}/partners (the `EnrollPartner` operationId).
+	EnrollPartnerWithBodyWithResponse(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*EnrollPartnerResponse, error)
+
+	// EnrollPartnerWithResponse Enrol a partner in a program
+	//
+	// Creates the partner when the email is new (else reuses it) and enrols it in the program.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/operator/v1/programs/{id}/partners (the `EnrollPartner` operationId).
+	EnrollPartnerWithResponse(ctx context.Context, id int64, body EnrollPartnerJSONRequestBody, reqEditors ...RequestEditorFn) (*EnrollPartnerResponse, error)
+
+	// ConnectProcessorAccountWithBodyWithResponse Connect a program's payment-processor account
+	//
+	// Maps a Stripe connected account (`acct_…`) to the program, whose Connect events then record its sales and refunds. Connecting another account replaces the program's.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/operator/v1/programs/{id}/processor-account (the `ConnectProcessorAccount` operationId).
+	ConnectProcessorAccountWithBodyWithResponse(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ConnectProcessorAccountResponse, error)
+
+	// ConnectProcessorAccountWithResponse Connect a program's payment-processor account
+	//
+	// Maps a Stripe connected account (`acct_…`) to the program, whose Connect events then record its sales and refunds. Connecting another account replaces the program's.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/operator/v1/programs/{id}/processor-account (the `ConnectProcessorAccount` operationId).
+	ConnectProcessorAccountWithResponse(ctx context.Context, id int64, body ConnectProcessorAccountJSONRequestBody, reqEditors ...RequestEditorFn) (*ConnectProcessorAccountResponse, error)
+
+	// CreateUserSessionWithResponse Mint a dashboard sign-in token for a user
+	//
+	// Returns a dashboard token for the user, the same kind that `POST /api/v1/auth/session` returns.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/operator/v1/users/{id}/sessions (the `CreateUserSession` operationId).
+	CreateUserSessionWithResponse(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*CreateUserSessionResponse, error)
+
+	// SuspendUserWithResponse Suspend a user
+	//
+	// Suspends the user and revokes every session of theirs; sign-in and the CLI callback then answer 403 `ACCOUNT_BLOCKED`. Suspending again keeps the first time.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/operator/v1/users/{id}/suspend (the `SuspendUser` operationId).
+	SuspendUserWithResponse(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*SuspendUserResponse, error)
+
+	// UnlinkUserIdentityWithResponse Remove a user's binding to a sign-in identity
+	//
+	// Removes the user's binding to a provider identity, so that their next sign-in binds anew (a person whose provider account changed).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/operator/v1/users/{id}/unlink-identity (the `UnlinkUserIdentity` operationId).
+	UnlinkUserIdentityWithResponse(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*UnlinkUserIdentityResponse, error)
+
+	// GetWithdrawalWithResponse Read a withdrawal
+	//
+	// Returns one withdrawal.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/operator/v1/withdrawals/{id} (the `GetWithdrawal` operationId).
+	GetWithdrawalWithResponse(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*GetWithdrawalResponse, error)
+
+	// MarkWithdrawalPaidWithResponse Mark a withdrawal paid
+	//
+	// Pays an open withdrawal: a payout entry leaves the balance, and the credited commissions its amount covers (oldest approval first) become paid out. A paid withdrawal is returned unchanged.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/operator/v1/withdrawals/{id}/mark-paid (the `MarkWithdrawalPaid` operationId).
+	MarkWithdrawalPaidWithResponse(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*MarkWithdrawalPaidResponse, error)
+
+	// CreateWorkspaceWithBodyWithResponse Create a workspace (an advertiser) and its owner
+	//
+	// Creates a workspace and its owner user (created when the email is new, else reused).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/operator/v1/workspaces (the `CreateWorkspace` operationId).
+	CreateWorkspaceWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateWorkspaceResponse, error)
+
+	// CreateWorkspaceWithResponse Create a workspace (an advertiser) and its owner
+	//
+	// Creates a workspace and its owner user (created when the email is new, else reused).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/operator/v1/workspaces (the `CreateWorkspace` operationId).
+	CreateWorkspaceWithResponse(ctx context.Context, body CreateWorkspaceJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateWorkspaceResponse, error)
+
+	// AddWorkspaceMemberWithBodyWithResponse Add a member to a workspace
+	//
+	// Adds the user of `email` (created when new) to the workspace with a role; an existing member gets the new role.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/operator/v1/workspaces/{id}/members (the `AddWorkspaceMember` operationId).
+	AddWorkspaceMemberWithBodyWithResponse(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AddWorkspaceMemberResponse, error)
+
+	// AddWorkspaceMemberWithResponse Add a member to a workspace
+	//
+	// Adds the user of `email` (created when new) to the workspace with a role; an existing member gets the new role.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/operator/v1/workspaces/{id}/members (the `AddWorkspaceMember` operationId).
+	AddWorkspaceMemberWithResponse(ctx context.Context, id int64, body AddWorkspaceMemberJSONRequestBody, reqEditors ...RequestEditorFn) (*AddWorkspaceMemberResponse, error)
+
+	// CliAuthCallbackWithBodyWithResponse Complete a login with an id_token
+	//
+	// The login page posts the CLI's `state` and the provider's `id_token`, verified exactly as dashboard sign-in verifies it; the user is created on first sign-in. The next poll hands out the token.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/cli/auth/callback (the `CliAuthCallback` operationId).
+	CliAuthCallbackWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CliAuthCallbackResponse, error)
+
+	// CliAuthCallbackWithResponse Complete a login with an id_token
+	//
+	// The login page posts the CLI's `state` and the provider's `id_token`, verified exactly as dashboard sign-in verifies it; the user is created on first sign-in. The next poll hands out the token.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/cli/auth/callback (the `CliAuthCallback` operationId).
+	CliAuthCallbackWithResponse(ctx context.Context, body CliAuthCallbackJSONRequestBody, reqEditors ...RequestEditorFn) (*CliAuthCallbackResponse, error)
+
+	// CliAuthConfirmWithBodyWithResponse Confirm the user code of a login
+	//
+	// The sign-in page posts the state and the user code the person confirmed matches their terminal's; the page offers sign-in only after it.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/cli/auth/confirm (the `CliAuthConfirm` operationId).
+	CliAuthConfirmWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CliAuthConfirmResponse, error)
+
+	// CliAuthConfirmWithResponse Confirm the user code of a login
+	//
+	// The sign-in page posts the state and the user code the person confirmed matches their terminal's; the page offers sign-in only after it.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/cli/auth/confirm (the `CliAuthConfirm` operationId).
+	CliAuthConfirmWithResponse(ctx context.Context, body CliAuthConfirmJSONRequestBody, reqEditors ...RequestEditorFn) (*CliAuthConfirmResponse, error)
+
+	// CliAuthPollWithResponse Poll a login
+	//
+	// `status` is `pending` before sign-in, `complete` (with the token) on the first poll after it, `expired` once the login link is older than 5 minutes. A later poll answers 400 `Session already consumed`. Poll every `poll_interval_seconds` (2).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/cli/auth/poll (the `CliAuthPoll` operationId).
+	CliAuthPollWithResponse(ctx context.Context, params *CliAuthPollParams, reqEditors ...RequestEditorFn) (*CliAuthPollResponse, error)
+
+	// CliAuthStartWithBodyWithResponse Start a browser login
+	//
+	// Starts a login session: the CLI opens `auth_url` in a browser and polls `poll_url` until the person has signed in. The body is optional (the reference CLI sends none); a client that sends an S256 `code_challenge` must poll with its `code_verifier`. The terminal shows `user_code`, which the sign-in page asks the person to confirm.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/cli/auth/start (the `CliAuthStart` operationId).
+	CliAuthStartWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CliAuthStartResponse, error)
+
+	// CliAuthStartWithResponse Start a browser login
+	//
+	// Starts a login session: the CLI opens `auth_url` in a browser and polls `poll_url` until the person has signed in. The body is optional (the reference CLI sends none); a client that sends an S256 `code_challenge` must poll with its `code_verifier`. The terminal shows `user_code`, which the sign-in page asks the person to confirm.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/cli/auth/start (the `CliAuthStart` operationId).
+	CliAuthStartWithResponse(ctx context.Context, body CliAuthStartJSONRequestBody, reqEditors ...RequestEditorFn) (*CliAuthStartResponse, error)
+
+	// CliInitWithBodyWithResponse Create a program
+	//
+	// Creates a program in the login's advertiser (the workspace the user owns, else administers; or `advertiser_id`). The program's API key is not returned: the workspace owner generates it with `POST /api/v1/programs/{id}/api-key`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/cli/init (the `CliInit` operationId).
+	CliInitWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CliInitResponse, error)
+
+	// CliInitWithResponse Create a program
+	//
+	// Creates a program in the login's advertiser (the workspace the user owns, else administers; or `advertiser_id`). The program's API key is not returned: the workspace owner generates it with `POST /api/v1/programs/{id}/api-key`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/cli/init (the `CliInit` operationId).
+	CliInitWithResponse(ctx context.Context, body CliInitJSONRequestBody, reqEditors ...RequestEditorFn) (*CliInitResponse, error)
+
+	// CliProgramsWithResponse List the login's programs
+	//
+	// Lists the programs of the workspaces the signed-in user belongs to.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/cli/programs (the `CliPrograms` operationId).
+	CliProgramsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*CliProgramsResponse, error)
+
+	// CliStatusWithResponse Read the key's program status
+	//
+	// The program's name, processor connection and last-24-hour counts. Unlike the rest of the family, its 200, 401 and 429 carry no `X-Request-ID` (its 500 does).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/cli/status (the `CliStatus` operationId).
+	CliStatusWithResponse(ctx context.Context, params *CliStatusParams, reqEditors ...RequestEditorFn) (*CliStatusResponse, error)
+
+	// CliStripeConnectWithBodyWithResponse Retired: connect Stripe through the CLI
+	//
+	// Retired (410): the operator connects a program's Stripe account (`POST /api/operator/v1/programs/{id}/processor-account`), or the brand adds a webhook to `/webhooks/stripe/{programId}`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/cli/stripe-connect (the `CliStripeConnect` operationId).
+	//
+	// Deprecated: this operation has been marked as deprecated upstream, but no `x-deprecated-reason` was set
+	CliStripeConnectWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CliStripeConnectResponse, error)
+
+	// CliStripeConnectWithResponse Retired: connect Stripe through the CLI
+	//
+	// Retired (410): the operator connects a program's Stripe account (`POST /api/operator/v1/programs/{id}/processor-account`), or the brand adds a webhook to `/webhooks/stripe/{programId}`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/cli/stripe-connect (the `CliStripeConnect` operationId).
+	//
+	// Deprecated: this operation has been marked as deprecated upstream, but no `x-deprecated-reason` was set
+	CliStripeConnectWithResponse(ctx context.Context, body CliStripeConnectJSONRequestBody, reqEditors ...RequestEditorFn) (*CliStripeConnectResponse, error)
+
+	// CliTestEventWithBodyWithResponse Record a test event, or run the synthetic chain
+	//
+	// With `event_type` (`click`, `lead` or `sale`) records one flagged test event; with `type` = `chain` runs the synthetic click → lead → sale chain through the real endpoints and reports a verdict per step (at most 10 chains per program per hour).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/cli/test-event (the `CliTestEvent` operationId).
+	CliTestEventWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CliTestEventResponse, error)
+
+	// CliTestEventWithResponse Record a test event, or run the synthetic chain
+	//
+	// With `event_type` (`click`, `lead` or `sale`) records one flagged test event; with `type` = `chain` runs the synthetic click → lead → sale chain through the real endpoints and reports a verdict per step (at most 10 chains per program per hour).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/cli/test-event (the `CliTestEvent` operationId).
+	CliTestEventWithResponse(ctx context.Context, body CliTestEventJSONRequestBody, reqEditors ...RequestEditorFn) (*CliTestEventResponse, error)
+
+	// CliLoginPageWithResponse The CLI login page
+	//
+	// The page `auth_url` opens: it shows the login's user code, runs the provider's sign-in in the browser and posts the `state` and `id_token` to the callback. Rate limited to 60 a minute per IP.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /cli/login (the `CliLoginPage` operationId).
+	CliLoginPageWithResponse(ctx context.Context, params *CliLoginPageParams, reqEditors ...RequestEditorFn) (*CliLoginPageResponse, error)
+
 	// GetAPIReferenceWithResponse The API reference page, rendered from this document
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -238,6 +5192,2979 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /openapi.json (the `GetOpenAPI` operationId).
 	GetOpenAPIWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetOpenAPIResponse, error)
+}
+
+type CreateAgentKeyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *struct {
+		// Data An agent key, shown once.
+		Data OpAgentKey `json:"data"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *PlatformError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *PlatformError
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateAgentKeyResponse) GetJSON201() *struct {
+	// Data An agent key, shown once.
+	Data OpAgentKey `json:"data"`
+} {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreateAgentKeyResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateAgentKeyResponse) GetJSON401() *PlatformError {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CreateAgentKeyResponse) GetJSON404() *PlatformError {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreateAgentKeyResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CreateAgentKeyResponse) GetJSON500() *PlatformError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateAgentKeyResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateAgentKeyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateAgentKeyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateAgentKeyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetCommissionResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		// Data A commission.
+		Data OpCommission `json:"data"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *PlatformError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *PlatformError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetCommissionResponse) GetJSON200() *struct {
+	// Data A commission.
+	Data OpCommission `json:"data"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetCommissionResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetCommissionResponse) GetJSON401() *PlatformError {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetCommissionResponse) GetJSON404() *PlatformError {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r GetCommissionResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetCommissionResponse) GetJSON500() *PlatformError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetCommissionResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetCommissionResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetCommissionResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetCommissionResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type ApproveCommissionResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		// Data A commission.
+		Data OpCommission `json:"data"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *PlatformError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *PlatformError
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *PlatformError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ApproveCommissionResponse) GetJSON200() *struct {
+	// Data A commission.
+	Data OpCommission `json:"data"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ApproveCommissionResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ApproveCommissionResponse) GetJSON401() *PlatformError {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ApproveCommissionResponse) GetJSON404() *PlatformError {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r ApproveCommissionResponse) GetJSON409() *PlatformError {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r ApproveCommissionResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ApproveCommissionResponse) GetJSON500() *PlatformError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ApproveCommissionResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ApproveCommissionResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ApproveCommissionResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ApproveCommissionResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type MarkCommissionPaidResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		// Data A commission.
+		Data OpCommission `json:"data"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *PlatformError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *PlatformError
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *PlatformError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r MarkCommissionPaidResponse) GetJSON200() *struct {
+	// Data A commission.
+	Data OpCommission `json:"data"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r MarkCommissionPaidResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r MarkCommissionPaidResponse) GetJSON401() *PlatformError {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r MarkCommissionPaidResponse) GetJSON404() *PlatformError {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r MarkCommissionPaidResponse) GetJSON409() *PlatformError {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r MarkCommissionPaidResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r MarkCommissionPaidResponse) GetJSON500() *PlatformError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r MarkCommissionPaidResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r MarkCommissionPaidResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r MarkCommissionPaidResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r MarkCommissionPaidResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type FindCustomerResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		// Data A customer of a program.
+		Data OpCustomer `json:"data"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *PlatformError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *PlatformError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r FindCustomerResponse) GetJSON200() *struct {
+	// Data A customer of a program.
+	Data OpCustomer `json:"data"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r FindCustomerResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r FindCustomerResponse) GetJSON401() *PlatformError {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r FindCustomerResponse) GetJSON404() *PlatformError {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r FindCustomerResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r FindCustomerResponse) GetJSON500() *PlatformError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r FindCustomerResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r FindCustomerResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r FindCustomerResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r FindCustomerResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type UpdateLinkResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		// Data A referral link.
+		Data OpLink `json:"data"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *PlatformError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *PlatformError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdateLinkResponse) GetJSON200() *struct {
+	// Data A referral link.
+	Data OpLink `json:"data"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r UpdateLinkResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r UpdateLinkResponse) GetJSON401() *PlatformError {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r UpdateLinkResponse) GetJSON404() *PlatformError {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r UpdateLinkResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r UpdateLinkResponse) GetJSON500() *PlatformError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdateLinkResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateLinkResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateLinkResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdateLinkResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetPartnerBalancesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data []OpBalance `json:"data"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *PlatformError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *PlatformError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetPartnerBalancesResponse) GetJSON200() *struct {
+	Data []OpBalance `json:"data"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetPartnerBalancesResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetPartnerBalancesResponse) GetJSON401() *PlatformError {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetPartnerBalancesResponse) GetJSON404() *PlatformError {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r GetPartnerBalancesResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetPartnerBalancesResponse) GetJSON500() *PlatformError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetPartnerBalancesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetPartnerBalancesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetPartnerBalancesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetPartnerBalancesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type ListPartnerNotificationsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data []OpNotification `json:"data"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *PlatformError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *PlatformError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListPartnerNotificationsResponse) GetJSON200() *struct {
+	Data []OpNotification `json:"data"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListPartnerNotificationsResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListPartnerNotificationsResponse) GetJSON401() *PlatformError {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ListPartnerNotificationsResponse) GetJSON404() *PlatformError {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r ListPartnerNotificationsResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListPartnerNotificationsResponse) GetJSON500() *PlatformError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ListPartnerNotificationsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListPartnerNotificationsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListPartnerNotificationsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListPartnerNotificationsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type CreateWithdrawalResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *struct {
+		// Data A withdrawal.
+		Data OpWithdrawal `json:"data"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *PlatformError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *PlatformError
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateWithdrawalResponse) GetJSON201() *struct {
+	// Data A withdrawal.
+	Data OpWithdrawal `json:"data"`
+} {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreateWithdrawalResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateWithdrawalResponse) GetJSON401() *PlatformError {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CreateWithdrawalResponse) GetJSON404() *PlatformError {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreateWithdrawalResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CreateWithdrawalResponse) GetJSON500() *PlatformError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateWithdrawalResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateWithdrawalResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateWithdrawalResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateWithdrawalResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type CreateProgramResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *struct {
+		// Data A program: every spec field, the key only masked.
+		Data OpProgram `json:"data"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *PlatformError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *PlatformError
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateProgramResponse) GetJSON201() *struct {
+	// Data A program: every spec field, the key only masked.
+	Data OpProgram `json:"data"`
+} {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreateProgramResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateProgramResponse) GetJSON401() *PlatformError {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CreateProgramResponse) GetJSON404() *PlatformError {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreateProgramResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CreateProgramResponse) GetJSON500() *PlatformError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateProgramResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateProgramResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateProgramResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateProgramResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type MarkKeyRotationResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		// Data A program key's rotation mark.
+		Data OpKeyRotation `json:"data"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *PlatformError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *PlatformError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r MarkKeyRotationResponse) GetJSON200() *struct {
+	// Data A program key's rotation mark.
+	Data OpKeyRotation `json:"data"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r MarkKeyRotationResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r MarkKeyRotationResponse) GetJSON401() *PlatformError {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r MarkKeyRotationResponse) GetJSON404() *PlatformError {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r MarkKeyRotationResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r MarkKeyRotationResponse) GetJSON500() *PlatformError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r MarkKeyRotationResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r MarkKeyRotationResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r MarkKeyRotationResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r MarkKeyRotationResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type CreateLinkResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *struct {
+		// Data A referral link.
+		Data OpLink `json:"data"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *PlatformError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *PlatformError
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *PlatformError
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateLinkResponse) GetJSON201() *struct {
+	// Data A referral link.
+	Data OpLink `json:"data"`
+} {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreateLinkResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateLinkResponse) GetJSON401() *PlatformError {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CreateLinkResponse) GetJSON404() *PlatformError {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreateLinkResponse) GetJSON409() *PlatformError {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreateLinkResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CreateLinkResponse) GetJSON500() *PlatformError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateLinkResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateLinkResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateLinkResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateLinkResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type EnrollPartnerResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *struct {
+		// Data A partner enrolled in a program.
+		Data OpPartner `json:"data"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *PlatformError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *PlatformError
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r EnrollPartnerResponse) GetJSON201() *struct {
+	// Data A partner enrolled in a program.
+	Data OpPartner `json:"data"`
+} {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r EnrollPartnerResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r EnrollPartnerResponse) GetJSON401() *PlatformError {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r EnrollPartnerResponse) GetJSON404() *PlatformError {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r EnrollPartnerResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r EnrollPartnerResponse) GetJSON500() *PlatformError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r EnrollPartnerResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r EnrollPartnerResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r EnrollPartnerResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r EnrollPartnerResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type ConnectProcessorAccountResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		// Data A program's processor account.
+		Data OpProcessorAccount `json:"data"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *PlatformError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *PlatformError
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *PlatformError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ConnectProcessorAccountResponse) GetJSON200() *struct {
+	// Data A program's processor account.
+	Data OpProcessorAccount `json:"data"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ConnectProcessorAccountResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ConnectProcessorAccountResponse) GetJSON401() *PlatformError {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ConnectProcessorAccountResponse) GetJSON404() *PlatformError {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r ConnectProcessorAccountResponse) GetJSON409() *PlatformError {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r ConnectProcessorAccountResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ConnectProcessorAccountResponse) GetJSON500() *PlatformError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ConnectProcessorAccountResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ConnectProcessorAccountResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ConnectProcessorAccountResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ConnectProcessorAccountResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type CreateUserSessionResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *struct {
+		// Data A dashboard sign-in token.
+		Data OpSession `json:"data"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *PlatformError
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PlatformError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *PlatformError
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateUserSessionResponse) GetJSON201() *struct {
+	// Data A dashboard sign-in token.
+	Data OpSession `json:"data"`
+} {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreateUserSessionResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateUserSessionResponse) GetJSON401() *PlatformError {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreateUserSessionResponse) GetJSON403() *PlatformError {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CreateUserSessionResponse) GetJSON404() *PlatformError {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreateUserSessionResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CreateUserSessionResponse) GetJSON500() *PlatformError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateUserSessionResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateUserSessionResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateUserSessionResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateUserSessionResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type SuspendUserResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		// Data A suspended user.
+		Data OpSuspendedUser `json:"data"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *PlatformError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *PlatformError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SuspendUserResponse) GetJSON200() *struct {
+	// Data A suspended user.
+	Data OpSuspendedUser `json:"data"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r SuspendUserResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r SuspendUserResponse) GetJSON401() *PlatformError {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r SuspendUserResponse) GetJSON404() *PlatformError {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r SuspendUserResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r SuspendUserResponse) GetJSON500() *PlatformError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r SuspendUserResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SuspendUserResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SuspendUserResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SuspendUserResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type UnlinkUserIdentityResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		// Data A user whose identity binding was removed.
+		Data OpUnlinkedUser `json:"data"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *PlatformError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *PlatformError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UnlinkUserIdentityResponse) GetJSON200() *struct {
+	// Data A user whose identity binding was removed.
+	Data OpUnlinkedUser `json:"data"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r UnlinkUserIdentityResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r UnlinkUserIdentityResponse) GetJSON401() *PlatformError {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r UnlinkUserIdentityResponse) GetJSON404() *PlatformError {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r UnlinkUserIdentityResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r UnlinkUserIdentityResponse) GetJSON500() *PlatformError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r UnlinkUserIdentityResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UnlinkUserIdentityResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UnlinkUserIdentityResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UnlinkUserIdentityResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetWithdrawalResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		// Data A withdrawal.
+		Data OpWithdrawal `json:"data"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *PlatformError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *PlatformError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetWithdrawalResponse) GetJSON200() *struct {
+	// Data A withdrawal.
+	Data OpWithdrawal `json:"data"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetWithdrawalResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetWithdrawalResponse) GetJSON401() *PlatformError {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetWithdrawalResponse) GetJSON404() *PlatformError {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r GetWithdrawalResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetWithdrawalResponse) GetJSON500() *PlatformError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetWithdrawalResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetWithdrawalResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetWithdrawalResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetWithdrawalResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type MarkWithdrawalPaidResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		// Data A withdrawal.
+		Data OpWithdrawal `json:"data"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *PlatformError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *PlatformError
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *PlatformError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r MarkWithdrawalPaidResponse) GetJSON200() *struct {
+	// Data A withdrawal.
+	Data OpWithdrawal `json:"data"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r MarkWithdrawalPaidResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r MarkWithdrawalPaidResponse) GetJSON401() *PlatformError {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r MarkWithdrawalPaidResponse) GetJSON404() *PlatformError {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r MarkWithdrawalPaidResponse) GetJSON409() *PlatformError {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r MarkWithdrawalPaidResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r MarkWithdrawalPaidResponse) GetJSON500() *PlatformError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r MarkWithdrawalPaidResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r MarkWithdrawalPaidResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r MarkWithdrawalPaidResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r MarkWithdrawalPaidResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type CreateWorkspaceResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *struct {
+		// Data A workspace (the advertiser).
+		Data OpWorkspace `json:"data"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *PlatformError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *PlatformError
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateWorkspaceResponse) GetJSON201() *struct {
+	// Data A workspace (the advertiser).
+	Data OpWorkspace `json:"data"`
+} {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreateWorkspaceResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateWorkspaceResponse) GetJSON401() *PlatformError {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CreateWorkspaceResponse) GetJSON404() *PlatformError {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreateWorkspaceResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CreateWorkspaceResponse) GetJSON500() *PlatformError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateWorkspaceResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateWorkspaceResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateWorkspaceResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateWorkspaceResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type AddWorkspaceMemberResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *struct {
+		// Data A membership.
+		Data OpMember `json:"data"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *PlatformError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *PlatformError
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r AddWorkspaceMemberResponse) GetJSON201() *struct {
+	// Data A membership.
+	Data OpMember `json:"data"`
+} {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r AddWorkspaceMemberResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r AddWorkspaceMemberResponse) GetJSON401() *PlatformError {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r AddWorkspaceMemberResponse) GetJSON404() *PlatformError {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r AddWorkspaceMemberResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r AddWorkspaceMemberResponse) GetJSON500() *PlatformError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r AddWorkspaceMemberResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r AddWorkspaceMemberResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r AddWorkspaceMemberResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r AddWorkspaceMemberResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CliAuthCallbackResponse200Headers the declared response headers of an HTTP 200 response for CliAuthCallback
+type CliAuthCallbackResponse200Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int
+	XRequestID          string
+}
+
+// CliAuthCallbackResponse401Headers the declared response headers of an HTTP 401 response for CliAuthCallback
+type CliAuthCallbackResponse401Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// CliAuthCallbackResponse403Headers the declared response headers of an HTTP 403 response for CliAuthCallback
+type CliAuthCallbackResponse403Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// CliAuthCallbackResponse404Headers the declared response headers of an HTTP 404 response for CliAuthCallback
+type CliAuthCallbackResponse404Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// CliAuthCallbackResponse429Headers the declared response headers of an HTTP 429 response for CliAuthCallback
+type CliAuthCallbackResponse429Headers struct {
+	RetryAfter          *int
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// CliAuthCallbackResponse500Headers the declared response headers of an HTTP 500 response for CliAuthCallback
+type CliAuthCallbackResponse500Headers struct {
+	XRequestID string
+}
+
+// CliAuthCallbackResponse503Headers the declared response headers of an HTTP 503 response for CliAuthCallback
+type CliAuthCallbackResponse503Headers struct {
+	XRequestID string
+}
+
+type CliAuthCallbackResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		// Data A signed-in login.
+		Data CliAuthCallback `json:"data"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *PlatformError
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PlatformError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *CliServerError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *CliServerError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *CliAuthCallbackResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CliAuthCallbackResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *CliAuthCallbackResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *CliAuthCallbackResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CliAuthCallbackResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *CliAuthCallbackResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CliAuthCallbackResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CliAuthCallbackResponse) GetJSON200() *struct {
+	// Data A signed-in login.
+	Data CliAuthCallback `json:"data"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CliAuthCallbackResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CliAuthCallbackResponse) GetJSON401() *PlatformError {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CliAuthCallbackResponse) GetJSON403() *PlatformError {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CliAuthCallbackResponse) GetJSON404() *PlatformError {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CliAuthCallbackResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CliAuthCallbackResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CliAuthCallbackResponse) GetJSON500() *CliServerError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CliAuthCallbackResponse) GetJSON503() *CliServerError {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CliAuthCallbackResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CliAuthCallbackResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CliAuthCallbackResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CliAuthCallbackResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CliAuthConfirmResponse200Headers the declared response headers of an HTTP 200 response for CliAuthConfirm
+type CliAuthConfirmResponse200Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int
+	XRequestID          string
+}
+
+// CliAuthConfirmResponse404Headers the declared response headers of an HTTP 404 response for CliAuthConfirm
+type CliAuthConfirmResponse404Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// CliAuthConfirmResponse429Headers the declared response headers of an HTTP 429 response for CliAuthConfirm
+type CliAuthConfirmResponse429Headers struct {
+	RetryAfter          *int
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// CliAuthConfirmResponse500Headers the declared response headers of an HTTP 500 response for CliAuthConfirm
+type CliAuthConfirmResponse500Headers struct {
+	XRequestID string
+}
+
+type CliAuthConfirmResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		// Data A confirmed login.
+		Data CliAuthConfirm `json:"data"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *CliServerError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *CliAuthConfirmResponse200Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *CliAuthConfirmResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CliAuthConfirmResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *CliAuthConfirmResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CliAuthConfirmResponse) GetJSON200() *struct {
+	// Data A confirmed login.
+	Data CliAuthConfirm `json:"data"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CliAuthConfirmResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CliAuthConfirmResponse) GetJSON404() *PlatformError {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CliAuthConfirmResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CliAuthConfirmResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CliAuthConfirmResponse) GetJSON500() *CliServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r CliAuthConfirmResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CliAuthConfirmResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CliAuthConfirmResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CliAuthConfirmResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CliAuthPollResponse200Headers the declared response headers of an HTTP 200 response for CliAuthPoll
+type CliAuthPollResponse200Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int
+	XRequestID          string
+}
+
+// CliAuthPollResponse403Headers the declared response headers of an HTTP 403 response for CliAuthPoll
+type CliAuthPollResponse403Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// CliAuthPollResponse404Headers the declared response headers of an HTTP 404 response for CliAuthPoll
+type CliAuthPollResponse404Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// CliAuthPollResponse429Headers the declared response headers of an HTTP 429 response for CliAuthPoll
+type CliAuthPollResponse429Headers struct {
+	RetryAfter          *int
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// CliAuthPollResponse500Headers the declared response headers of an HTTP 500 response for CliAuthPoll
+type CliAuthPollResponse500Headers struct {
+	XRequestID string
+}
+
+type CliAuthPollResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		// Data The state of a login; the token fields are present when `status` is `complete`.
+		Data CliAuthPoll `json:"data"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PlatformError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *CliServerError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *CliAuthPollResponse200Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *CliAuthPollResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *CliAuthPollResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CliAuthPollResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *CliAuthPollResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CliAuthPollResponse) GetJSON200() *struct {
+	// Data The state of a login; the token fields are present when `status` is `complete`.
+	Data CliAuthPoll `json:"data"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CliAuthPollResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CliAuthPollResponse) GetJSON403() *PlatformError {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CliAuthPollResponse) GetJSON404() *PlatformError {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CliAuthPollResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CliAuthPollResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CliAuthPollResponse) GetJSON500() *CliServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r CliAuthPollResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CliAuthPollResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CliAuthPollResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CliAuthPollResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CliAuthStartResponse200Headers the declared response headers of an HTTP 200 response for CliAuthStart
+type CliAuthStartResponse200Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int
+	XRequestID          string
+}
+
+// CliAuthStartResponse429Headers the declared response headers of an HTTP 429 response for CliAuthStart
+type CliAuthStartResponse429Headers struct {
+	RetryAfter          *int
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// CliAuthStartResponse500Headers the declared response headers of an HTTP 500 response for CliAuthStart
+type CliAuthStartResponse500Headers struct {
+	XRequestID string
+}
+
+type CliAuthStartResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		// Data A started login.
+		Data CliAuthStart `json:"data"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *CliServerError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *CliAuthStartResponse200Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CliAuthStartResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *CliAuthStartResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CliAuthStartResponse) GetJSON200() *struct {
+	// Data A started login.
+	Data CliAuthStart `json:"data"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CliAuthStartResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CliAuthStartResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CliAuthStartResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CliAuthStartResponse) GetJSON500() *CliServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r CliAuthStartResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CliAuthStartResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CliAuthStartResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CliAuthStartResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CliInitResponse201Headers the declared response headers of an HTTP 201 response for CliInit
+type CliInitResponse201Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int
+	XRequestID          string
+}
+
+// CliInitResponse401Headers the declared response headers of an HTTP 401 response for CliInit
+type CliInitResponse401Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// CliInitResponse403Headers the declared response headers of an HTTP 403 response for CliInit
+type CliInitResponse403Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// CliInitResponse429Headers the declared response headers of an HTTP 429 response for CliInit
+type CliInitResponse429Headers struct {
+	RetryAfter          *int
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// CliInitResponse500Headers the declared response headers of an HTTP 500 response for CliInit
+type CliInitResponse500Headers struct {
+	XRequestID string
+}
+
+type CliInitResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *struct {
+		// Data A created program: every program field, under the names the reference CLI reads too.
+		Data CliProgram `json:"data"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *PlatformError
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *CliServerError
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *CliInitResponse201Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CliInitResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *CliInitResponse403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CliInitResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *CliInitResponse500Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CliInitResponse) GetJSON201() *struct {
+	// Data A created program: every program field, under the names the reference CLI reads too.
+	Data CliProgram `json:"data"`
+} {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CliInitResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CliInitResponse) GetJSON401() *PlatformError {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CliInitResponse) GetJSON403() *PlatformError {
+	return r.JSON403
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CliInitResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CliInitResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CliInitResponse) GetJSON500() *CliServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r CliInitResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CliInitResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CliInitResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CliInitResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CliProgramsResponse200Headers the declared response headers of an HTTP 200 response for CliPrograms
+type CliProgramsResponse200Headers struct {
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int
+	XRequestID          string
+}
+
+// CliProgramsResponse401Headers the declared response headers of an HTTP 401 response for CliPrograms
+type CliProgramsResponse401Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// CliProgramsResponse429Headers the declared response headers of an HTTP 429 response for CliPrograms
+type CliProgramsResponse429Headers struct {
+	RetryAfter          *int
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// CliProgramsResponse500Headers the declared response headers of an HTTP 500 response for CliPrograms
+type CliProgramsResponse500Headers struct {
+	XRequestID string
+}
+
+type CliProgramsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data []CliProgramSummary `json:"data"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *CliServerError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *CliProgramsResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CliProgramsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CliProgramsResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *CliProgramsResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CliProgramsResponse) GetJSON200() *struct {
+	Data []CliProgramSummary `json:"data"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CliProgramsResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CliProgramsResponse) GetJSON401() *PlatformError {
+	return r.JSON401
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CliProgramsResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CliProgramsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CliProgramsResponse) GetJSON500() *CliServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r CliProgramsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CliProgramsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CliProgramsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CliProgramsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CliStatusResponse200Headers the declared response headers of an HTTP 200 response for CliStatus
+type CliStatusResponse200Headers struct {
+	Deprecation         *string
+	Link                *string
+	Sunset              *string
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int
+}
+
+// CliStatusResponse401Headers the declared response headers of an HTTP 401 response for CliStatus
+type CliStatusResponse401Headers struct {
+	Deprecation         *string
+	Link                *string
+	Sunset              *string
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// CliStatusResponse403Headers the declared response headers of an HTTP 403 response for CliStatus
+type CliStatusResponse403Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// CliStatusResponse429Headers the declared response headers of an HTTP 429 response for CliStatus
+type CliStatusResponse429Headers struct {
+	RetryAfter          *int
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// CliStatusResponse500Headers the declared response headers of an HTTP 500 response for CliStatus
+type CliStatusResponse500Headers struct {
+	XRequestID string
+}
+
+type CliStatusResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		// Data The key's program status.
+		Data CliStatus `json:"data"`
+
+		// Warnings Present while the key is marked for rotation and before its deadline.
+		Warnings *Warnings `json:"warnings,omitempty"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *CliStatus401JSONResponseBody
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *CliServerError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *CliStatusResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CliStatusResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *CliStatusResponse403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CliStatusResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *CliStatusResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CliStatusResponse) GetJSON200() *struct {
+	// Data The key's program status.
+	Data CliStatus `json:"data"`
+
+	// Warnings Present while the key is marked for rotation and before its deadline.
+	Warnings *Warnings `json:"warnings,omitempty"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CliStatusResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CliStatusResponse) GetJSON401() *CliStatus401JSONResponseBody {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CliStatusResponse) GetJSON403() *PlatformError {
+	return r.JSON403
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CliStatusResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CliStatusResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CliStatusResponse) GetJSON500() *CliServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r CliStatusResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CliStatusResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CliStatusResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CliStatusResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CliStripeConnectResponse429Headers the declared response headers of an HTTP 429 response for CliStripeConnect
+type CliStripeConnectResponse429Headers struct {
+	RetryAfter          *int
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+type CliStripeConnectResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON410 the response for an HTTP 410 `application/json` response
+	JSON410 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CliStripeConnectResponse429Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CliStripeConnectResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON410 returns the response for an HTTP 410 `application/json` response
+func (r CliStripeConnectResponse) GetJSON410() *PlatformError {
+	return r.JSON410
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CliStripeConnectResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CliStripeConnectResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r CliStripeConnectResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CliStripeConnectResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CliStripeConnectResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CliStripeConnectResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CliTestEventResponse200Headers the declared response headers of an HTTP 200 response for CliTestEvent
+type CliTestEventResponse200Headers struct {
+	Deprecation         *string
+	Link                *string
+	Sunset              *string
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int
+	XRequestID          string
+}
+
+// CliTestEventResponse401Headers the declared response headers of an HTTP 401 response for CliTestEvent
+type CliTestEventResponse401Headers struct {
+	Deprecation         *string
+	Link                *string
+	Sunset              *string
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// CliTestEventResponse403Headers the declared response headers of an HTTP 403 response for CliTestEvent
+type CliTestEventResponse403Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// CliTestEventResponse429Headers the declared response headers of an HTTP 429 response for CliTestEvent
+type CliTestEventResponse429Headers struct {
+	RetryAfter          *int
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// CliTestEventResponse500Headers the declared response headers of an HTTP 500 response for CliTestEvent
+type CliTestEventResponse500Headers struct {
+	XRequestID string
+}
+
+type CliTestEventResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data CliTestEvent200JSONResponseBody_Data `json:"data"`
+
+		// Warnings Present while the key is marked for rotation and before its deadline.
+		Warnings *Warnings `json:"warnings,omitempty"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *CliTestEvent401JSONResponseBody
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimitError
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *CliServerError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *CliTestEventResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CliTestEventResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *CliTestEventResponse403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CliTestEventResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *CliTestEventResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CliTestEventResponse) GetJSON200() *struct {
+	Data CliTestEvent200JSONResponseBody_Data `json:"data"`
+
+	// Warnings Present while the key is marked for rotation and before its deadline.
+	Warnings *Warnings `json:"warnings,omitempty"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CliTestEventResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CliTestEventResponse) GetJSON401() *CliTestEvent401JSONResponseBody {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CliTestEventResponse) GetJSON403() *PlatformError {
+	return r.JSON403
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CliTestEventResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CliTestEventResponse) GetJSON429() *RateLimitError {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CliTestEventResponse) GetJSON500() *CliServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r CliTestEventResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CliTestEventResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CliTestEventResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CliTestEventResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CliLoginPageResponse200Headers the declared response headers of an HTTP 200 response for CliLoginPage
+type CliLoginPageResponse200Headers struct {
+	CacheControl          string
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	XRateLimitLimit       int
+	XRateLimitRemaining   int
+	XRateLimitReset       int
+}
+
+// CliLoginPageResponse429Headers the declared response headers of an HTTP 429 response for CliLoginPage
+type CliLoginPageResponse429Headers struct {
+	RetryAfter          *int
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+type CliLoginPageResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *PlatformError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *CliLoginPageResponse200Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CliLoginPageResponse429Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CliLoginPageResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CliLoginPageResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CliLoginPageResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CliLoginPageResponse) GetJSON500() *PlatformError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r CliLoginPageResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CliLoginPageResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CliLoginPageResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CliLoginPageResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
 }
 
 type GetAPIReferenceResponse struct {
@@ -319,6 +8246,714 @@ func (r GetOpenAPIResponse) ContentType() string {
 	return ""
 }
 
+// CreateAgentKeyWithBodyWithResponse Create an agent key of a workspace
+//
+// Issues an `agt_` key confined to the workspace, with the given scopes. The key is shown only here.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/operator/v1/agent-keys (the `CreateAgentKey` operationId).
+func (c *ClientWithResponses) CreateAgentKeyWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateAgentKeyResponse, error) {
+	rsp, err := c.CreateAgentKeyWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateAgentKeyResponse(rsp)
+}
+
+// CreateAgentKeyWithResponse Create an agent key of a workspace
+//
+// Issues an `agt_` key confined to the workspace, with the given scopes. The key is shown only here.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/operator/v1/agent-keys (the `CreateAgentKey` operationId).
+func (c *ClientWithResponses) CreateAgentKeyWithResponse(ctx context.Context, body CreateAgentKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateAgentKeyResponse, error) {
+	rsp, err := c.CreateAgentKey(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateAgentKeyResponse(rsp)
+}
+
+// GetCommissionWithResponse Read a commission
+//
+// Returns one commission.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/operator/v1/commissions/{id} (the `GetCommission` operationId).
+func (c *ClientWithResponses) GetCommissionWithResponse(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*GetCommissionResponse, error) {
+	rsp, err := c.GetCommission(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetCommissionResponse(rsp)
+}
+
+// ApproveCommissionWithResponse Approve a commission now
+//
+// Approves a pending commission whatever its hold and credits it to the partner's balance; a commission past pending is returned unchanged.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/operator/v1/commissions/{id}/approve (the `ApproveCommission` operationId).
+func (c *ClientWithResponses) ApproveCommissionWithResponse(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*ApproveCommissionResponse, error) {
+	rsp, err := c.ApproveCommission(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseApproveCommissionResponse(rsp)
+}
+
+// MarkCommissionPaidWithResponse Mark a commission paid out
+//
+// Pays a commission out by hand (approving it first when pending): a payout entry takes its amount, at most the balance, out of the balance, and open withdrawals are lowered to fit. A paid commission is returned unchanged.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/operator/v1/commissions/{id}/mark-paid (the `MarkCommissionPaid` operationId).
+func (c *ClientWithResponses) MarkCommissionPaidWithResponse(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*MarkCommissionPaidResponse, error) {
+	rsp, err := c.MarkCommissionPaid(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseMarkCommissionPaidResponse(rsp)
+}
+
+// FindCustomerWithResponse Find a customer of a program
+//
+// Looks a customer up by the saved `customer_key`, else by `click_id`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/operator/v1/customers (the `FindCustomer` operationId).
+func (c *ClientWithResponses) FindCustomerWithResponse(ctx context.Context, params *FindCustomerParams, reqEditors ...RequestEditorFn) (*FindCustomerResponse, error) {
+	rsp, err := c.FindCustomer(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFindCustomerResponse(rsp)
+}
+
+// UpdateLinkWithBodyWithResponse Turn a referral link on or off
+//
+// Sets `active`; a disabled link answers clicks with 410 `link_disabled`. Every edge forgets the cached link.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /api/operator/v1/links/{id} (the `UpdateLink` operationId).
+func (c *ClientWithResponses) UpdateLinkWithBodyWithResponse(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateLinkResponse, error) {
+	rsp, err := c.UpdateLinkWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateLinkResponse(rsp)
+}
+
+// UpdateLinkWithResponse Turn a referral link on or off
+//
+// Sets `active`; a disabled link answers clicks with 410 `link_disabled`. Every edge forgets the cached link.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /api/operator/v1/links/{id} (the `UpdateLink` operationId).
+func (c *ClientWithResponses) UpdateLinkWithResponse(ctx context.Context, id int64, body UpdateLinkJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateLinkResponse, error) {
+	rsp, err := c.UpdateLink(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateLinkResponse(rsp)
+}
+
+// GetPartnerBalancesWithResponse Read a partner's balances
+//
+// Returns the balance in each currency the partner has an account in (approved commissions less payouts and refund deductions).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/operator/v1/partners/{id}/balances (the `GetPartnerBalances` operationId).
+func (c *ClientWithResponses) GetPartnerBalancesWithResponse(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*GetPartnerBalancesResponse, error) {
+	rsp, err := c.GetPartnerBalances(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetPartnerBalancesResponse(rsp)
+}
+
+// ListPartnerNotificationsWithResponse List a partner's in-app notifications
+//
+// Returns the partner's in-app notifications (reversed and refunded commissions), newest first, at most 100.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/operator/v1/partners/{id}/notifications (the `ListPartnerNotifications` operationId).
+func (c *ClientWithResponses) ListPartnerNotificationsWithResponse(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*ListPartnerNotificationsResponse, error) {
+	rsp, err := c.ListPartnerNotifications(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListPartnerNotificationsResponse(rsp)
+}
+
+// CreateWithdrawalWithBodyWithResponse Open a withdrawal of a partner
+//
+// Opens a withdrawal against the available balance (the balance less the open withdrawals).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/operator/v1/partners/{id}/withdrawals (the `CreateWithdrawal` operationId).
+func (c *ClientWithResponses) CreateWithdrawalWithBodyWithResponse(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateWithdrawalResponse, error) {
+	rsp, err := c.CreateWithdrawalWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateWithdrawalResponse(rsp)
+}
+
+// CreateWithdrawalWithResponse Open a withdrawal of a partner
+//
+// Opens a withdrawal against the available balance (the balance less the open withdrawals).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/operator/v1/partners/{id}/withdrawals (the `CreateWithdrawal` operationId).
+func (c *ClientWithResponses) CreateWithdrawalWithResponse(ctx context.Context, id int64, body CreateWithdrawalJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateWithdrawalResponse, error) {
+	rsp, err := c.CreateWithdrawal(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateWithdrawalResponse(rsp)
+}
+
+// CreateProgramWithBodyWithResponse Create a program in a workspace
+//
+// Creates a program with its live and test keys. Neither key is shown: the workspace owner generates one with `POST /api/v1/programs/{id}/api-key`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/operator/v1/programs (the `CreateProgram` operationId).
+func (c *ClientWithResponses) CreateProgramWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateProgramResponse, error) {
+	rsp, err := c.CreateProgramWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateProgramResponse(rsp)
+}
+
+// CreateProgramWithResponse Create a program in a workspace
+//
+// Creates a program with its live and test keys. Neither key is shown: the workspace owner generates one with `POST /api/v1/programs/{id}/api-key`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/operator/v1/programs (the `CreateProgram` operationId).
+func (c *ClientWithResponses) CreateProgramWithResponse(ctx context.Context, body CreateProgramJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateProgramResponse, error) {
+	rsp, err := c.CreateProgram(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateProgramResponse(rsp)
+}
+
+// MarkKeyRotationWithBodyWithResponse Mark a program's live key for rotation
+//
+// Marks the program's live key for rotation: until `deadline` it still authenticates, with Deprecation, Sunset and Link headers and a `warnings` array; from then on it answers 401 `api_key_rotation_required`. Regenerating the key clears the mark.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/operator/v1/programs/{id}/key-rotation (the `MarkKeyRotation` operationId).
+func (c *ClientWithResponses) MarkKeyRotationWithBodyWithResponse(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*MarkKeyRotationResponse, error) {
+	rsp, err := c.MarkKeyRotationWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseMarkKeyRotationResponse(rsp)
+}
+
+// MarkKeyRotationWithResponse Mark a program's live key for rotation
+//
+// Marks the program's live key for rotation: until `deadline` it still authenticates, with Deprecation, Sunset and Link headers and a `warnings` array; from then on it answers 401 `api_key_rotation_required`. Regenerating the key clears the mark.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/operator/v1/programs/{id}/key-rotation (the `MarkKeyRotation` operationId).
+func (c *ClientWithResponses) MarkKeyRotationWithResponse(ctx context.Context, id int64, body MarkKeyRotationJSONRequestBody, reqEditors ...RequestEditorFn) (*MarkKeyRotationResponse, error) {
+	rsp, err := c.MarkKeyRotation(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseMarkKeyRotationResponse(rsp)
+}
+
+// CreateLinkWithBodyWithResponse Create a referral link of an enrolled partner
+//
+// Creates a referral link (`?aff=<code>` or `?via=<code>`) of a partner enrolled in the program.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/operator/v1/programs/{id}/links (the `CreateLink` operationId).
+func (c *ClientWithResponses) CreateLinkWithBodyWithResponse(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateLinkResponse, error) {
+	rsp, err := c.CreateLinkWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateLinkResponse(rsp)
+}
+
+// CreateLinkWithResponse Create a referral link of an enrolled partner
+//
+// Creates a referral link (`?aff=<code>` or `?via=<code>`) of a partner enrolled in the program.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/operator/v1/programs/{id}/links (the `CreateLink` operationId).
+func (c *ClientWithResponses) CreateLinkWithResponse(ctx context.Context, id int64, body CreateLinkJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateLinkResponse, error) {
+	rsp, err := c.CreateLink(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateLinkResponse(rsp)
+}
+
+// EnrollPartnerWithBodyWithResponse Enrol a partner in a program
+//
+// Creates the partner when the email is new (else reuses it) and enrols it in the program.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/operator/v1/programs/{id}/partners (the `EnrollPartner` operationId).
+func (c *ClientWithResponses) EnrollPartnerWithBodyWithResponse(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*EnrollPartnerResponse, error) {
+	rsp, err := c.EnrollPartnerWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseEnrollPartnerResponse(rsp)
+}
+
+// EnrollPartnerWithResponse Enrol a partner in a program
+//
+// Creates the partner when the email is new (else reuses it) and enrols it in the program.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/operator/v1/programs/{id}/partners (the `EnrollPartner` operationId).
+func (c *ClientWithResponses) EnrollPartnerWithResponse(ctx context.Context, id int64, body EnrollPartnerJSONRequestBody, reqEditors ...RequestEditorFn) (*EnrollPartnerResponse, error) {
+	rsp, err := c.EnrollPartner(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseEnrollPartnerResponse(rsp)
+}
+
+// ConnectProcessorAccountWithBodyWithResponse Connect a program's payment-processor account
+//
+// Maps a Stripe connected account (`acct_…`) to the program, whose Connect events then record its sales and refunds. Connecting another account replaces the program's.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/operator/v1/programs/{id}/processor-account (the `ConnectProcessorAccount` operationId).
+func (c *ClientWithResponses) ConnectProcessorAccountWithBodyWithResponse(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ConnectProcessorAccountResponse, error) {
+	rsp, err := c.ConnectProcessorAccountWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseConnectProcessorAccountResponse(rsp)
+}
+
+// ConnectProcessorAccountWithResponse Connect a program's payment-processor account
+//
+// Maps a Stripe connected account (`acct_…`) to the program, whose Connect events then record its sales and refunds. Connecting another account replaces the program's.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/operator/v1/programs/{id}/processor-account (the `ConnectProcessorAccount` operationId).
+func (c *ClientWithResponses) ConnectProcessorAccountWithResponse(ctx context.Context, id int64, body ConnectProcessorAccountJSONRequestBody, reqEditors ...RequestEditorFn) (*ConnectProcessorAccountResponse, error) {
+	rsp, err := c.ConnectProcessorAccount(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseConnectProcessorAccountResponse(rsp)
+}
+
+// CreateUserSessionWithResponse Mint a dashboard sign-in token for a user
+//
+// Returns a dashboard token for the user, the same kind that `POST /api/v1/auth/session` returns.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/operator/v1/users/{id}/sessions (the `CreateUserSession` operationId).
+func (c *ClientWithResponses) CreateUserSessionWithResponse(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*CreateUserSessionResponse, error) {
+	rsp, err := c.CreateUserSession(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateUserSessionResponse(rsp)
+}
+
+// SuspendUserWithResponse Suspend a user
+//
+// Suspends the user and revokes every session of theirs; sign-in and the CLI callback then answer 403 `ACCOUNT_BLOCKED`. Suspending again keeps the first time.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/operator/v1/users/{id}/suspend (the `SuspendUser` operationId).
+func (c *ClientWithResponses) SuspendUserWithResponse(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*SuspendUserResponse, error) {
+	rsp, err := c.SuspendUser(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSuspendUserResponse(rsp)
+}
+
+// UnlinkUserIdentityWithResponse Remove a user's binding to a sign-in identity
+//
+// Removes the user's binding to a provider identity, so that their next sign-in binds anew (a person whose provider account changed).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/operator/v1/users/{id}/unlink-identity (the `UnlinkUserIdentity` operationId).
+func (c *ClientWithResponses) UnlinkUserIdentityWithResponse(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*UnlinkUserIdentityResponse, error) {
+	rsp, err := c.UnlinkUserIdentity(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUnlinkUserIdentityResponse(rsp)
+}
+
+// GetWithdrawalWithResponse Read a withdrawal
+//
+// Returns one withdrawal.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/operator/v1/withdrawals/{id} (the `GetWithdrawal` operationId).
+func (c *ClientWithResponses) GetWithdrawalWithResponse(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*GetWithdrawalResponse, error) {
+	rsp, err := c.GetWithdrawal(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetWithdrawalResponse(rsp)
+}
+
+// MarkWithdrawalPaidWithResponse Mark a withdrawal paid
+//
+// Pays an open withdrawal: a payout entry leaves the balance, and the credited commissions its amount covers (oldest approval first) become paid out. A paid withdrawal is returned unchanged.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/operator/v1/withdrawals/{id}/mark-paid (the `MarkWithdrawalPaid` operationId).
+func (c *ClientWithResponses) MarkWithdrawalPaidWithResponse(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*MarkWithdrawalPaidResponse, error) {
+	rsp, err := c.MarkWithdrawalPaid(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseMarkWithdrawalPaidResponse(rsp)
+}
+
+// CreateWorkspaceWithBodyWithResponse Create a workspace (an advertiser) and its owner
+//
+// Creates a workspace and its owner user (created when the email is new, else reused).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/operator/v1/workspaces (the `CreateWorkspace` operationId).
+func (c *ClientWithResponses) CreateWorkspaceWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateWorkspaceResponse, error) {
+	rsp, err := c.CreateWorkspaceWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateWorkspaceResponse(rsp)
+}
+
+// CreateWorkspaceWithResponse Create a workspace (an advertiser) and its owner
+//
+// Creates a workspace and its owner user (created when the email is new, else reused).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/operator/v1/workspaces (the `CreateWorkspace` operationId).
+func (c *ClientWithResponses) CreateWorkspaceWithResponse(ctx context.Context, body CreateWorkspaceJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateWorkspaceResponse, error) {
+	rsp, err := c.CreateWorkspace(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateWorkspaceResponse(rsp)
+}
+
+// AddWorkspaceMemberWithBodyWithResponse Add a member to a workspace
+//
+// Adds the user of `email` (created when new) to the workspace with a role; an existing member gets the new role.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/operator/v1/workspaces/{id}/members (the `AddWorkspaceMember` operationId).
+func (c *ClientWithResponses) AddWorkspaceMemberWithBodyWithResponse(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AddWorkspaceMemberResponse, error) {
+	rsp, err := c.AddWorkspaceMemberWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAddWorkspaceMemberResponse(rsp)
+}
+
+// AddWorkspaceMemberWithResponse Add a member to a workspace
+//
+// Adds the user of `email` (created when new) to the workspace with a role; an existing member gets the new role.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/operator/v1/workspaces/{id}/members (the `AddWorkspaceMember` operationId).
+func (c *ClientWithResponses) AddWorkspaceMemberWithResponse(ctx context.Context, id int64, body AddWorkspaceMemberJSONRequestBody, reqEditors ...RequestEditorFn) (*AddWorkspaceMemberResponse, error) {
+	rsp, err := c.AddWorkspaceMember(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAddWorkspaceMemberResponse(rsp)
+}
+
+// CliAuthCallbackWithBodyWithResponse Complete a login with an id_token
+//
+// The login page posts the CLI's `state` and the provider's `id_token`, verified exactly as dashboard sign-in verifies it; the user is created on first sign-in. The next poll hands out the token.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/cli/auth/callback (the `CliAuthCallback` operationId).
+func (c *ClientWithResponses) CliAuthCallbackWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CliAuthCallbackResponse, error) {
+	rsp, err := c.CliAuthCallbackWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCliAuthCallbackResponse(rsp)
+}
+
+// CliAuthCallbackWithResponse Complete a login with an id_token
+//
+// The login page posts the CLI's `state` and the provider's `id_token`, verified exactly as dashboard sign-in verifies it; the user is created on first sign-in. The next poll hands out the token.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/cli/auth/callback (the `CliAuthCallback` operationId).
+func (c *ClientWithResponses) CliAuthCallbackWithResponse(ctx context.Context, body CliAuthCallbackJSONRequestBody, reqEditors ...RequestEditorFn) (*CliAuthCallbackResponse, error) {
+	rsp, err := c.CliAuthCallback(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCliAuthCallbackResponse(rsp)
+}
+
+// CliAuthConfirmWithBodyWithResponse Confirm the user code of a login
+//
+// The sign-in page posts the state and the user code the person confirmed matches their terminal's; the page offers sign-in only after it.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/cli/auth/confirm (the `CliAuthConfirm` operationId).
+func (c *ClientWithResponses) CliAuthConfirmWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CliAuthConfirmResponse, error) {
+	rsp, err := c.CliAuthConfirmWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCliAuthConfirmResponse(rsp)
+}
+
+// CliAuthConfirmWithResponse Confirm the user code of a login
+//
+// The sign-in page posts the state and the user code the person confirmed matches their terminal's; the page offers sign-in only after it.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/cli/auth/confirm (the `CliAuthConfirm` operationId).
+func (c *ClientWithResponses) CliAuthConfirmWithResponse(ctx context.Context, body CliAuthConfirmJSONRequestBody, reqEditors ...RequestEditorFn) (*CliAuthConfirmResponse, error) {
+	rsp, err := c.CliAuthConfirm(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCliAuthConfirmResponse(rsp)
+}
+
+// CliAuthPollWithResponse Poll a login
+//
+// `status` is `pending` before sign-in, `complete` (with the token) on the first poll after it, `expired` once the login link is older than 5 minutes. A later poll answers 400 `Session already consumed`. Poll every `poll_interval_seconds` (2).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/cli/auth/poll (the `CliAuthPoll` operationId).
+func (c *ClientWithResponses) CliAuthPollWithResponse(ctx context.Context, params *CliAuthPollParams, reqEditors ...RequestEditorFn) (*CliAuthPollResponse, error) {
+	rsp, err := c.CliAuthPoll(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCliAuthPollResponse(rsp)
+}
+
+// CliAuthStartWithBodyWithResponse Start a browser login
+//
+// Starts a login session: the CLI opens `auth_url` in a browser and polls `poll_url` until the person has signed in. The body is optional (the reference CLI sends none); a client that sends an S256 `code_challenge` must poll with its `code_verifier`. The terminal shows `user_code`, which the sign-in page asks the person to confirm.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/cli/auth/start (the `CliAuthStart` operationId).
+func (c *ClientWithResponses) CliAuthStartWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CliAuthStartResponse, error) {
+	rsp, err := c.CliAuthStartWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCliAuthStartResponse(rsp)
+}
+
+// CliAuthStartWithResponse Start a browser login
+//
+// Starts a login session: the CLI opens `auth_url` in a browser and polls `poll_url` until the person has signed in. The body is optional (the reference CLI sends none); a client that sends an S256 `code_challenge` must poll with its `code_verifier`. The terminal shows `user_code`, which the sign-in page asks the person to confirm.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/cli/auth/start (the `CliAuthStart` operationId).
+func (c *ClientWithResponses) CliAuthStartWithResponse(ctx context.Context, body CliAuthStartJSONRequestBody, reqEditors ...RequestEditorFn) (*CliAuthStartResponse, error) {
+	rsp, err := c.CliAuthStart(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCliAuthStartResponse(rsp)
+}
+
+// CliInitWithBodyWithResponse Create a program
+//
+// Creates a program in the login's advertiser (the workspace the user owns, else administers; or `advertiser_id`). The program's API key is not returned: the workspace owner generates it with `POST /api/v1/programs/{id}/api-key`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/cli/init (the `CliInit` operationId).
+func (c *ClientWithResponses) CliInitWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CliInitResponse, error) {
+	rsp, err := c.CliInitWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCliInitResponse(rsp)
+}
+
+// CliInitWithResponse Create a program
+//
+// Creates a program in the login's advertiser (the workspace the user owns, else administers; or `advertiser_id`). The program's API key is not returned: the workspace owner generates it with `POST /api/v1/programs/{id}/api-key`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/cli/init (the `CliInit` operationId).
+func (c *ClientWithResponses) CliInitWithResponse(ctx context.Context, body CliInitJSONRequestBody, reqEditors ...RequestEditorFn) (*CliInitResponse, error) {
+	rsp, err := c.CliInit(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCliInitResponse(rsp)
+}
+
+// CliProgramsWithResponse List the login's programs
+//
+// Lists the programs of the workspaces the signed-in user belongs to.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/cli/programs (the `CliPrograms` operationId).
+func (c *ClientWithResponses) CliProgramsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*CliProgramsResponse, error) {
+	rsp, err := c.CliPrograms(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCliProgramsResponse(rsp)
+}
+
+// CliStatusWithResponse Read the key's program status
+//
+// The program's name, processor connection and last-24-hour counts. Unlike the rest of the family, its 200, 401 and 429 carry no `X-Request-ID` (its 500 does).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/cli/status (the `CliStatus` operationId).
+func (c *ClientWithResponses) CliStatusWithResponse(ctx context.Context, params *CliStatusParams, reqEditors ...RequestEditorFn) (*CliStatusResponse, error) {
+	rsp, err := c.CliStatus(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCliStatusResponse(rsp)
+}
+
+// CliStripeConnectWithBodyWithResponse Retired: connect Stripe through the CLI
+//
+// Retired (410): the operator connects a program's Stripe account (`POST /api/operator/v1/programs/{id}/processor-account`), or the brand adds a webhook to `/webhooks/stripe/{programId}`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/cli/stripe-connect (the `CliStripeConnect` operationId).
+//
+// Deprecated: this operation has been marked as deprecated upstream, but no `x-deprecated-reason` was set
+func (c *ClientWithResponses) CliStripeConnectWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CliStripeConnectResponse, error) {
+	rsp, err := c.CliStripeConnectWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCliStripeConnectResponse(rsp)
+}
+
+// CliStripeConnectWithResponse Retired: connect Stripe through the CLI
+//
+// Retired (410): the operator connects a program's Stripe account (`POST /api/operator/v1/programs/{id}/processor-account`), or the brand adds a webhook to `/webhooks/stripe/{programId}`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/cli/stripe-connect (the `CliStripeConnect` operationId).
+// Deprecated: this operation has been marked as deprecated upstream, but no `x-deprecated-reason` was set
+func (c *ClientWithResponses) CliStripeConnectWithResponse(ctx context.Context, body CliStripeConnectJSONRequestBody, reqEditors ...RequestEditorFn) (*CliStripeConnectResponse, error) {
+	rsp, err := c.CliStripeConnect(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCliStripeConnectResponse(rsp)
+}
+
+// CliTestEventWithBodyWithResponse Record a test event, or run the synthetic chain
+//
+// With `event_type` (`click`, `lead` or `sale`) records one flagged test event; with `type` = `chain` runs the synthetic click → lead → sale chain through the real endpoints and reports a verdict per step (at most 10 chains per program per hour).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/cli/test-event (the `CliTestEvent` operationId).
+func (c *ClientWithResponses) CliTestEventWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CliTestEventResponse, error) {
+	rsp, err := c.CliTestEventWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCliTestEventResponse(rsp)
+}
+
+// CliTestEventWithResponse Record a test event, or run the synthetic chain
+//
+// With `event_type` (`click`, `lead` or `sale`) records one flagged test event; with `type` = `chain` runs the synthetic click → lead → sale chain through the real endpoints and reports a verdict per step (at most 10 chains per program per hour).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/cli/test-event (the `CliTestEvent` operationId).
+func (c *ClientWithResponses) CliTestEventWithResponse(ctx context.Context, body CliTestEventJSONRequestBody, reqEditors ...RequestEditorFn) (*CliTestEventResponse, error) {
+	rsp, err := c.CliTestEvent(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCliTestEventResponse(rsp)
+}
+
+// CliLoginPageWithResponse The CLI login page
+//
+// The page `auth_url` opens: it shows the login's user code, runs the provider's sign-in in the browser and posts the `state` and `id_token` to the callback. Rate limited to 60 a minute per IP.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /cli/login (the `CliLoginPage` operationId).
+func (c *ClientWithResponses) CliLoginPageWithResponse(ctx context.Context, params *CliLoginPageParams, reqEditors ...RequestEditorFn) (*CliLoginPageResponse, error) {
+	rsp, err := c.CliLoginPage(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCliLoginPageResponse(rsp)
+}
+
 // GetAPIReferenceWithResponse The API reference page, rendered from this document
 //
 // Returns a wrapper object for the known response body format(s).
@@ -343,6 +8978,3154 @@ func (c *ClientWithResponses) GetOpenAPIWithResponse(ctx context.Context, reqEdi
 		return nil, err
 	}
 	return ParseGetOpenAPIResponse(rsp)
+}
+
+// ParseCreateAgentKeyResponse parses an HTTP response from a CreateAgentKeyWithResponse call
+func ParseCreateAgentKeyResponse(rsp *http.Response) (*CreateAgentKeyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateAgentKeyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest struct {
+			// Data An agent key, shown once.
+			Data OpAgentKey `json:"data"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetCommissionResponse parses an HTTP response from a GetCommissionWithResponse call
+func ParseGetCommissionResponse(rsp *http.Response) (*GetCommissionResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetCommissionResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			// Data A commission.
+			Data OpCommission `json:"data"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseApproveCommissionResponse parses an HTTP response from a ApproveCommissionWithResponse call
+func ParseApproveCommissionResponse(rsp *http.Response) (*ApproveCommissionResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ApproveCommissionResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			// Data A commission.
+			Data OpCommission `json:"data"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseMarkCommissionPaidResponse parses an HTTP response from a MarkCommissionPaidWithResponse call
+func ParseMarkCommissionPaidResponse(rsp *http.Response) (*MarkCommissionPaidResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &MarkCommissionPaidResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			// Data A commission.
+			Data OpCommission `json:"data"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseFindCustomerResponse parses an HTTP response from a FindCustomerWithResponse call
+func ParseFindCustomerResponse(rsp *http.Response) (*FindCustomerResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &FindCustomerResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			// Data A customer of a program.
+			Data OpCustomer `json:"data"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseUpdateLinkResponse parses an HTTP response from a UpdateLinkWithResponse call
+func ParseUpdateLinkResponse(rsp *http.Response) (*UpdateLinkResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateLinkResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			// Data A referral link.
+			Data OpLink `json:"data"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetPartnerBalancesResponse parses an HTTP response from a GetPartnerBalancesWithResponse call
+func ParseGetPartnerBalancesResponse(rsp *http.Response) (*GetPartnerBalancesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetPartnerBalancesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data []OpBalance `json:"data"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseListPartnerNotificationsResponse parses an HTTP response from a ListPartnerNotificationsWithResponse call
+func ParseListPartnerNotificationsResponse(rsp *http.Response) (*ListPartnerNotificationsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListPartnerNotificationsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data []OpNotification `json:"data"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseCreateWithdrawalResponse parses an HTTP response from a CreateWithdrawalWithResponse call
+func ParseCreateWithdrawalResponse(rsp *http.Response) (*CreateWithdrawalResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateWithdrawalResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest struct {
+			// Data A withdrawal.
+			Data OpWithdrawal `json:"data"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseCreateProgramResponse parses an HTTP response from a CreateProgramWithResponse call
+func ParseCreateProgramResponse(rsp *http.Response) (*CreateProgramResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateProgramResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest struct {
+			// Data A program: every spec field, the key only masked.
+			Data OpProgram `json:"data"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseMarkKeyRotationResponse parses an HTTP response from a MarkKeyRotationWithResponse call
+func ParseMarkKeyRotationResponse(rsp *http.Response) (*MarkKeyRotationResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &MarkKeyRotationResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			// Data A program key's rotation mark.
+			Data OpKeyRotation `json:"data"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseCreateLinkResponse parses an HTTP response from a CreateLinkWithResponse call
+func ParseCreateLinkResponse(rsp *http.Response) (*CreateLinkResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateLinkResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest struct {
+			// Data A referral link.
+			Data OpLink `json:"data"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseEnrollPartnerResponse parses an HTTP response from a EnrollPartnerWithResponse call
+func ParseEnrollPartnerResponse(rsp *http.Response) (*EnrollPartnerResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &EnrollPartnerResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest struct {
+			// Data A partner enrolled in a program.
+			Data OpPartner `json:"data"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseConnectProcessorAccountResponse parses an HTTP response from a ConnectProcessorAccountWithResponse call
+func ParseConnectProcessorAccountResponse(rsp *http.Response) (*ConnectProcessorAccountResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ConnectProcessorAccountResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			// Data A program's processor account.
+			Data OpProcessorAccount `json:"data"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseCreateUserSessionResponse parses an HTTP response from a CreateUserSessionWithResponse call
+func ParseCreateUserSessionResponse(rsp *http.Response) (*CreateUserSessionResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateUserSessionResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest struct {
+			// Data A dashboard sign-in token.
+			Data OpSession `json:"data"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseSuspendUserResponse parses an HTTP response from a SuspendUserWithResponse call
+func ParseSuspendUserResponse(rsp *http.Response) (*SuspendUserResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SuspendUserResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			// Data A suspended user.
+			Data OpSuspendedUser `json:"data"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseUnlinkUserIdentityResponse parses an HTTP response from a UnlinkUserIdentityWithResponse call
+func ParseUnlinkUserIdentityResponse(rsp *http.Response) (*UnlinkUserIdentityResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UnlinkUserIdentityResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			// Data A user whose identity binding was removed.
+			Data OpUnlinkedUser `json:"data"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetWithdrawalResponse parses an HTTP response from a GetWithdrawalWithResponse call
+func ParseGetWithdrawalResponse(rsp *http.Response) (*GetWithdrawalResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetWithdrawalResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			// Data A withdrawal.
+			Data OpWithdrawal `json:"data"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseMarkWithdrawalPaidResponse parses an HTTP response from a MarkWithdrawalPaidWithResponse call
+func ParseMarkWithdrawalPaidResponse(rsp *http.Response) (*MarkWithdrawalPaidResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &MarkWithdrawalPaidResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			// Data A withdrawal.
+			Data OpWithdrawal `json:"data"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseCreateWorkspaceResponse parses an HTTP response from a CreateWorkspaceWithResponse call
+func ParseCreateWorkspaceResponse(rsp *http.Response) (*CreateWorkspaceResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateWorkspaceResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest struct {
+			// Data A workspace (the advertiser).
+			Data OpWorkspace `json:"data"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseAddWorkspaceMemberResponse parses an HTTP response from a AddWorkspaceMemberWithResponse call
+func ParseAddWorkspaceMemberResponse(rsp *http.Response) (*AddWorkspaceMemberResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &AddWorkspaceMemberResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest struct {
+			// Data A membership.
+			Data OpMember `json:"data"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseCliAuthCallbackResponse parses an HTTP response from a CliAuthCallbackWithResponse call
+func ParseCliAuthCallbackResponse(rsp *http.Response) (*CliAuthCallbackResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CliAuthCallbackResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			// Data A signed-in login.
+			Data CliAuthCallback `json:"data"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest CliServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest CliServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers CliAuthCallbackResponse200Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers CliAuthCallbackResponse401Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers CliAuthCallbackResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers CliAuthCallbackResponse404Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers CliAuthCallbackResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers CliAuthCallbackResponse500Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers CliAuthCallbackResponse503Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCliAuthConfirmResponse parses an HTTP response from a CliAuthConfirmWithResponse call
+func ParseCliAuthConfirmResponse(rsp *http.Response) (*CliAuthConfirmResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CliAuthConfirmResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			// Data A confirmed login.
+			Data CliAuthConfirm `json:"data"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest CliServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers CliAuthConfirmResponse200Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 404:
+		var headers CliAuthConfirmResponse404Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers CliAuthConfirmResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers CliAuthConfirmResponse500Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCliAuthPollResponse parses an HTTP response from a CliAuthPollWithResponse call
+func ParseCliAuthPollResponse(rsp *http.Response) (*CliAuthPollResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CliAuthPollResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			// Data The state of a login; the token fields are present when `status` is `complete`.
+			Data CliAuthPoll `json:"data"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest CliServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers CliAuthPollResponse200Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 403:
+		var headers CliAuthPollResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers CliAuthPollResponse404Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers CliAuthPollResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers CliAuthPollResponse500Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCliAuthStartResponse parses an HTTP response from a CliAuthStartWithResponse call
+func ParseCliAuthStartResponse(rsp *http.Response) (*CliAuthStartResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CliAuthStartResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			// Data A started login.
+			Data CliAuthStart `json:"data"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest CliServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers CliAuthStartResponse200Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 429:
+		var headers CliAuthStartResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers CliAuthStartResponse500Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCliInitResponse parses an HTTP response from a CliInitWithResponse call
+func ParseCliInitResponse(rsp *http.Response) (*CliInitResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CliInitResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest struct {
+			// Data A created program: every program field, under the names the reference CLI reads too.
+			Data CliProgram `json:"data"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest CliServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers CliInitResponse201Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 401:
+		var headers CliInitResponse401Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers CliInitResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers CliInitResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers CliInitResponse500Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCliProgramsResponse parses an HTTP response from a CliProgramsWithResponse call
+func ParseCliProgramsResponse(rsp *http.Response) (*CliProgramsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CliProgramsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data []CliProgramSummary `json:"data"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest CliServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers CliProgramsResponse200Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers CliProgramsResponse401Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers CliProgramsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers CliProgramsResponse500Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCliStatusResponse parses an HTTP response from a CliStatusWithResponse call
+func ParseCliStatusResponse(rsp *http.Response) (*CliStatusResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CliStatusResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			// Data The key's program status.
+			Data CliStatus `json:"data"`
+
+			// Warnings Present while the key is marked for rotation and before its deadline.
+			Warnings *Warnings `json:"warnings,omitempty"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest CliStatus401JSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest CliServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers CliStatusResponse200Headers
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = &value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
+		if values := rsp.Header.Values("Sunset"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Sunset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Sunset = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers CliStatusResponse401Headers
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = &value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
+		if values := rsp.Header.Values("Sunset"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Sunset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Sunset = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers CliStatusResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers CliStatusResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers CliStatusResponse500Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCliStripeConnectResponse parses an HTTP response from a CliStripeConnectWithResponse call
+func ParseCliStripeConnectResponse(rsp *http.Response) (*CliStripeConnectResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CliStripeConnectResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 410:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON410 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers CliStripeConnectResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCliTestEventResponse parses an HTTP response from a CliTestEventWithResponse call
+func ParseCliTestEventResponse(rsp *http.Response) (*CliTestEventResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CliTestEventResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data CliTestEvent200JSONResponseBody_Data `json:"data"`
+
+			// Warnings Present while the key is marked for rotation and before its deadline.
+			Warnings *Warnings `json:"warnings,omitempty"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest CliTestEvent401JSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimitError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest CliServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers CliTestEventResponse200Headers
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = &value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
+		if values := rsp.Header.Values("Sunset"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Sunset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Sunset = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers CliTestEventResponse401Headers
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = &value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
+		if values := rsp.Header.Values("Sunset"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Sunset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Sunset = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers CliTestEventResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers CliTestEventResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers CliTestEventResponse500Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCliLoginPageResponse parses an HTTP response from a CliLoginPageWithResponse call
+func ParseCliLoginPageResponse(rsp *http.Response) (*CliLoginPageResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CliLoginPageResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers CliLoginPageResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 429:
+		var headers CliLoginPageResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
 }
 
 // ParseGetAPIReferenceResponse parses an HTTP response from a GetAPIReferenceWithResponse call
