@@ -762,31 +762,31 @@ func (e OpWithdrawalStatus) Valid() bool {
 
 // Defines values for PlatformErrorErrorCode.
 const (
-	DuplicateTransaction PlatformErrorErrorCode = "duplicate_transaction"
-	InternalError        PlatformErrorErrorCode = "internal_error"
-	InvalidRequest       PlatformErrorErrorCode = "invalid_request"
-	NoAttribution        PlatformErrorErrorCode = "no_attribution"
-	NotFound             PlatformErrorErrorCode = "not_found"
-	Unauthorized         PlatformErrorErrorCode = "unauthorized"
-	UnsupportedCurrency  PlatformErrorErrorCode = "unsupported_currency"
+	PlatformErrorErrorCodeDuplicateTransaction PlatformErrorErrorCode = "duplicate_transaction"
+	PlatformErrorErrorCodeInternalError        PlatformErrorErrorCode = "internal_error"
+	PlatformErrorErrorCodeInvalidRequest       PlatformErrorErrorCode = "invalid_request"
+	PlatformErrorErrorCodeNoAttribution        PlatformErrorErrorCode = "no_attribution"
+	PlatformErrorErrorCodeNotFound             PlatformErrorErrorCode = "not_found"
+	PlatformErrorErrorCodeUnauthorized         PlatformErrorErrorCode = "unauthorized"
+	PlatformErrorErrorCodeUnsupportedCurrency  PlatformErrorErrorCode = "unsupported_currency"
 )
 
 // Valid indicates whether the value is a known member of the PlatformErrorErrorCode enum.
 func (e PlatformErrorErrorCode) Valid() bool {
 	switch e {
-	case DuplicateTransaction:
+	case PlatformErrorErrorCodeDuplicateTransaction:
 		return true
-	case InternalError:
+	case PlatformErrorErrorCodeInternalError:
 		return true
-	case InvalidRequest:
+	case PlatformErrorErrorCodeInvalidRequest:
 		return true
-	case NoAttribution:
+	case PlatformErrorErrorCodeNoAttribution:
 		return true
-	case NotFound:
+	case PlatformErrorErrorCodeNotFound:
 		return true
-	case Unauthorized:
+	case PlatformErrorErrorCodeUnauthorized:
 		return true
-	case UnsupportedCurrency:
+	case PlatformErrorErrorCodeUnsupportedCurrency:
 		return true
 	default:
 		return false
@@ -795,52 +795,160 @@ func (e PlatformErrorErrorCode) Valid() bool {
 
 // Defines values for PlatformErrorErrorName.
 const (
-	BadRequestError                  PlatformErrorErrorName = "BadRequestError"
-	ConflictError                    PlatformErrorErrorName = "ConflictError"
-	ForbiddenError                   PlatformErrorErrorName = "ForbiddenError"
-	GoneError                        PlatformErrorErrorName = "GoneError"
-	InternalServerError              PlatformErrorErrorName = "InternalServerError"
-	MethodNotAllowedError            PlatformErrorErrorName = "MethodNotAllowedError"
-	NotFoundError                    PlatformErrorErrorName = "NotFoundError"
-	PayloadTooLargeError             PlatformErrorErrorName = "PayloadTooLargeError"
-	RequestHeaderFieldsTooLargeError PlatformErrorErrorName = "RequestHeaderFieldsTooLargeError"
-	RequestTimeoutError              PlatformErrorErrorName = "RequestTimeoutError"
-	ServiceUnavailableError          PlatformErrorErrorName = "ServiceUnavailableError"
-	TooManyRequestsError             PlatformErrorErrorName = "TooManyRequestsError"
-	UnauthorizedError                PlatformErrorErrorName = "UnauthorizedError"
-	UnprocessableEntityError         PlatformErrorErrorName = "UnprocessableEntityError"
+	PlatformErrorErrorNameBadRequestError                  PlatformErrorErrorName = "BadRequestError"
+	PlatformErrorErrorNameConflictError                    PlatformErrorErrorName = "ConflictError"
+	PlatformErrorErrorNameForbiddenError                   PlatformErrorErrorName = "ForbiddenError"
+	PlatformErrorErrorNameGoneError                        PlatformErrorErrorName = "GoneError"
+	PlatformErrorErrorNameInternalServerError              PlatformErrorErrorName = "InternalServerError"
+	PlatformErrorErrorNameMethodNotAllowedError            PlatformErrorErrorName = "MethodNotAllowedError"
+	PlatformErrorErrorNameNotFoundError                    PlatformErrorErrorName = "NotFoundError"
+	PlatformErrorErrorNamePayloadTooLargeError             PlatformErrorErrorName = "PayloadTooLargeError"
+	PlatformErrorErrorNameRequestHeaderFieldsTooLargeError PlatformErrorErrorName = "RequestHeaderFieldsTooLargeError"
+	PlatformErrorErrorNameRequestTimeoutError              PlatformErrorErrorName = "RequestTimeoutError"
+	PlatformErrorErrorNameServiceUnavailableError          PlatformErrorErrorName = "ServiceUnavailableError"
+	PlatformErrorErrorNameTooManyRequestsError             PlatformErrorErrorName = "TooManyRequestsError"
+	PlatformErrorErrorNameUnauthorizedError                PlatformErrorErrorName = "UnauthorizedError"
+	PlatformErrorErrorNameUnprocessableEntityError         PlatformErrorErrorName = "UnprocessableEntityError"
 )
 
 // Valid indicates whether the value is a known member of the PlatformErrorErrorName enum.
 func (e PlatformErrorErrorName) Valid() bool {
 	switch e {
-	case BadRequestError:
+	case PlatformErrorErrorNameBadRequestError:
 		return true
-	case ConflictError:
+	case PlatformErrorErrorNameConflictError:
 		return true
-	case ForbiddenError:
+	case PlatformErrorErrorNameForbiddenError:
 		return true
-	case GoneError:
+	case PlatformErrorErrorNameGoneError:
 		return true
-	case InternalServerError:
+	case PlatformErrorErrorNameInternalServerError:
 		return true
-	case MethodNotAllowedError:
+	case PlatformErrorErrorNameMethodNotAllowedError:
 		return true
-	case NotFoundError:
+	case PlatformErrorErrorNameNotFoundError:
 		return true
-	case PayloadTooLargeError:
+	case PlatformErrorErrorNamePayloadTooLargeError:
 		return true
-	case RequestHeaderFieldsTooLargeError:
+	case PlatformErrorErrorNameRequestHeaderFieldsTooLargeError:
 		return true
-	case RequestTimeoutError:
+	case PlatformErrorErrorNameRequestTimeoutError:
 		return true
-	case ServiceUnavailableError:
+	case PlatformErrorErrorNameServiceUnavailableError:
 		return true
-	case TooManyRequestsError:
+	case PlatformErrorErrorNameTooManyRequestsError:
 		return true
-	case UnauthorizedError:
+	case PlatformErrorErrorNameUnauthorizedError:
 		return true
-	case UnprocessableEntityError:
+	case PlatformErrorErrorNameUnprocessableEntityError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TrackKeyedErrorErrorCode.
+const (
+	TrackKeyedErrorErrorCodeDuplicateTransaction TrackKeyedErrorErrorCode = "duplicate_transaction"
+	TrackKeyedErrorErrorCodeInternalError        TrackKeyedErrorErrorCode = "internal_error"
+	TrackKeyedErrorErrorCodeInvalidRequest       TrackKeyedErrorErrorCode = "invalid_request"
+	TrackKeyedErrorErrorCodeNoAttribution        TrackKeyedErrorErrorCode = "no_attribution"
+	TrackKeyedErrorErrorCodeNotFound             TrackKeyedErrorErrorCode = "not_found"
+	TrackKeyedErrorErrorCodeUnauthorized         TrackKeyedErrorErrorCode = "unauthorized"
+	TrackKeyedErrorErrorCodeUnsupportedCurrency  TrackKeyedErrorErrorCode = "unsupported_currency"
+)
+
+// Valid indicates whether the value is a known member of the TrackKeyedErrorErrorCode enum.
+func (e TrackKeyedErrorErrorCode) Valid() bool {
+	switch e {
+	case TrackKeyedErrorErrorCodeDuplicateTransaction:
+		return true
+	case TrackKeyedErrorErrorCodeInternalError:
+		return true
+	case TrackKeyedErrorErrorCodeInvalidRequest:
+		return true
+	case TrackKeyedErrorErrorCodeNoAttribution:
+		return true
+	case TrackKeyedErrorErrorCodeNotFound:
+		return true
+	case TrackKeyedErrorErrorCodeUnauthorized:
+		return true
+	case TrackKeyedErrorErrorCodeUnsupportedCurrency:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TrackKeyedErrorErrorName.
+const (
+	TrackKeyedErrorErrorNameBadRequestError                  TrackKeyedErrorErrorName = "BadRequestError"
+	TrackKeyedErrorErrorNameConflictError                    TrackKeyedErrorErrorName = "ConflictError"
+	TrackKeyedErrorErrorNameForbiddenError                   TrackKeyedErrorErrorName = "ForbiddenError"
+	TrackKeyedErrorErrorNameGoneError                        TrackKeyedErrorErrorName = "GoneError"
+	TrackKeyedErrorErrorNameInternalServerError              TrackKeyedErrorErrorName = "InternalServerError"
+	TrackKeyedErrorErrorNameMethodNotAllowedError            TrackKeyedErrorErrorName = "MethodNotAllowedError"
+	TrackKeyedErrorErrorNameNotFoundError                    TrackKeyedErrorErrorName = "NotFoundError"
+	TrackKeyedErrorErrorNamePayloadTooLargeError             TrackKeyedErrorErrorName = "PayloadTooLargeError"
+	TrackKeyedErrorErrorNameRequestHeaderFieldsTooLargeError TrackKeyedErrorErrorName = "RequestHeaderFieldsTooLargeError"
+	TrackKeyedErrorErrorNameRequestTimeoutError              TrackKeyedErrorErrorName = "RequestTimeoutError"
+	TrackKeyedErrorErrorNameServiceUnavailableError          TrackKeyedErrorErrorName = "ServiceUnavailableError"
+	TrackKeyedErrorErrorNameTooManyRequestsError             TrackKeyedErrorErrorName = "TooManyRequestsError"
+	TrackKeyedErrorErrorNameUnauthorizedError                TrackKeyedErrorErrorName = "UnauthorizedError"
+	TrackKeyedErrorErrorNameUnprocessableEntityError         TrackKeyedErrorErrorName = "UnprocessableEntityError"
+)
+
+// Valid indicates whether the value is a known member of the TrackKeyedErrorErrorName enum.
+func (e TrackKeyedErrorErrorName) Valid() bool {
+	switch e {
+	case TrackKeyedErrorErrorNameBadRequestError:
+		return true
+	case TrackKeyedErrorErrorNameConflictError:
+		return true
+	case TrackKeyedErrorErrorNameForbiddenError:
+		return true
+	case TrackKeyedErrorErrorNameGoneError:
+		return true
+	case TrackKeyedErrorErrorNameInternalServerError:
+		return true
+	case TrackKeyedErrorErrorNameMethodNotAllowedError:
+		return true
+	case TrackKeyedErrorErrorNameNotFoundError:
+		return true
+	case TrackKeyedErrorErrorNamePayloadTooLargeError:
+		return true
+	case TrackKeyedErrorErrorNameRequestHeaderFieldsTooLargeError:
+		return true
+	case TrackKeyedErrorErrorNameRequestTimeoutError:
+		return true
+	case TrackKeyedErrorErrorNameServiceUnavailableError:
+		return true
+	case TrackKeyedErrorErrorNameTooManyRequestsError:
+		return true
+	case TrackKeyedErrorErrorNameUnauthorizedError:
+		return true
+	case TrackKeyedErrorErrorNameUnprocessableEntityError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TrackRefundSkippedReason.
+const (
+	AlreadyReversed          TrackRefundSkippedReason = "already reversed"
+	RefundIdAlreadyApplied   TrackRefundSkippedReason = "refund_id already applied"
+	SameAmountAlreadyApplied TrackRefundSkippedReason = "same amount already applied"
+)
+
+// Valid indicates whether the value is a known member of the TrackRefundSkippedReason enum.
+func (e TrackRefundSkippedReason) Valid() bool {
+	switch e {
+	case AlreadyReversed:
+		return true
+	case RefundIdAlreadyApplied:
+		return true
+	case SameAmountAlreadyApplied:
 		return true
 	default:
 		return false
@@ -1537,6 +1645,526 @@ type RateLimitError struct {
 	} `json:"error"`
 }
 
+// TrackAdditionalData Test-mode switch and the program the caller speaks for.
+type TrackAdditionalData struct {
+	// ProgramId The program id (integer or string of digits). With a program key, another program's id answers 403.
+	ProgramId interface{} `json:"program_id,omitempty"`
+
+	// TestMode A test call; nothing is paid.
+	TestMode *bool `json:"test_mode,omitempty"`
+}
+
+// TrackClickFields defines model for TrackClickFields.
+type TrackClickFields struct {
+	// ClickId Store it in the `svc_click_id` cookie.
+	ClickId string `json:"click_id"`
+
+	// CookieWindowDays The cookie's lifetime in days (the program's `cookie_duration`).
+	CookieWindowDays int         `json:"cookie_window_days"`
+	PartnerCode      string      `json:"partner_code"`
+	Success          interface{} `json:"success"`
+}
+
+// TrackClickRequest A click. Only `affiliate_url` is required; the other text fields are
+// what the reference browser SDK sends (null counts as absent, unknown
+// fields are ignored).
+type TrackClickRequest struct {
+	// AdditionalData Test-mode switch and the program the caller speaks for.
+	AdditionalData *TrackAdditionalData `json:"additional_data,omitempty"`
+
+	// AffiliateUrl The landing URL with an `aff` or `via` query parameter.
+	//
+	// Examples: https://acme.example/?aff=pat12
+	AffiliateUrl    string  `json:"affiliate_url"`
+	ExistingClickId *string `json:"existing_click_id,omitempty"`
+	Language        *string `json:"language,omitempty"`
+	PageTitle       *string `json:"page_title,omitempty"`
+	PageUrl         *string `json:"page_url,omitempty"`
+
+	// ProgramId Optional; must name an existing program (integer or string of digits).
+	ProgramId        *TrackClickRequest_ProgramId `json:"program_id,omitempty"`
+	ReferrerUrl      *string                      `json:"referrer_url,omitempty"`
+	ScreenResolution *string                      `json:"screen_resolution,omitempty"`
+	SessionId        *string                      `json:"session_id,omitempty"`
+	Timezone         *string                      `json:"timezone,omitempty"`
+
+	// UserAgent Default the request's User-Agent.
+	UserAgent    *string `json:"user_agent,omitempty"`
+	ViewportSize *string `json:"viewport_size,omitempty"`
+}
+
+// TrackClickRequestProgramId0 defines model for TrackClickRequest.ProgramId.0.
+type TrackClickRequestProgramId0 = int
+
+// TrackClickRequestProgramId1 defines model for TrackClickRequest.ProgramId.1.
+type TrackClickRequestProgramId1 = string
+
+// TrackClickRequest_ProgramId Optional; must name an existing program (integer or string of digits).
+type TrackClickRequest_ProgramId struct {
+	union json.RawMessage
+}
+
+// TrackClickSuccess The click's fields at the top level (what the reference browser SDK reads) and again in `data`; a test click adds `message`, `test_mode` and, in `data`, `eventId` and `programId`.
+type TrackClickSuccess struct {
+	// ClickId Store it in the `svc_click_id` cookie.
+	ClickId string `json:"click_id"`
+
+	// CookieWindowDays The cookie's lifetime in days (the program's `cookie_duration`).
+	CookieWindowDays int `json:"cookie_window_days"`
+	Data             struct {
+		// ClickId Store it in the `svc_click_id` cookie.
+		ClickId string `json:"click_id"`
+
+		// CookieWindowDays The cookie's lifetime in days (the program's `cookie_duration`).
+		CookieWindowDays int         `json:"cookie_window_days"`
+		EventId          *string     `json:"eventId,omitempty"`
+		PartnerCode      string      `json:"partner_code"`
+		ProgramId        *int        `json:"programId,omitempty"`
+		Success          interface{} `json:"success"`
+		TestMode         interface{} `json:"test_mode,omitempty"`
+	} `json:"data"`
+
+	// Message Examples: Test click recorded
+	Message     *string     `json:"message,omitempty"`
+	PartnerCode string      `json:"partner_code"`
+	Success     interface{} `json:"success"`
+	TestMode    interface{} `json:"test_mode,omitempty"`
+
+	// Warnings Present while the key is marked for rotation and before its deadline.
+	Warnings *Warnings `json:"warnings,omitempty"`
+}
+
+// TrackConfigSuccess defines model for TrackConfigSuccess.
+type TrackConfigSuccess struct {
+	Data struct {
+		// BrandPrefix Examples: svc
+		BrandPrefix    string `json:"brand_prefix"`
+		CookieDuration int    `json:"cookie_duration"`
+
+		// CookieName Examples: svc_click_id
+		CookieName string `json:"cookie_name"`
+
+		// CookieWindowDays Same as `cookie_duration`.
+		CookieWindowDays int `json:"cookie_window_days"`
+		Endpoints        struct {
+			Click string `json:"click"`
+			Lead  string `json:"lead"`
+			Visit string `json:"visit"`
+		} `json:"endpoints"`
+		LeadAuth interface{} `json:"lead_auth"`
+
+		// Parameters Examples: ["aff","via"]
+		Parameters []string `json:"parameters"`
+		ProgramId  int      `json:"program_id"`
+	} `json:"data"`
+}
+
+// TrackDuplicateSaleError A repeated `transaction_id`; `error.details.sale_id` is the stored sale's id.
+type TrackDuplicateSaleError struct {
+	Data  any `json:"data"`
+	Error struct {
+		Code    interface{} `json:"code"`
+		Details struct {
+			SaleId int `json:"sale_id"`
+		} `json:"details"`
+	} `json:"error"`
+
+	// Warnings Present while the key is marked for rotation and before its deadline.
+	Warnings *Warnings `json:"warnings,omitempty"`
+}
+
+// TrackForbiddenError A 403 in the platform envelope: a `program_id` that names another
+// program than the key's. On the sale endpoint it carries
+// `error.code` `forbidden`, which is not one of the spec's stable sale
+// codes.
+type TrackForbiddenError struct {
+	Data  any `json:"data"`
+	Error struct {
+		Code    interface{}            `json:"code,omitempty"`
+		Details map[string]interface{} `json:"details"`
+
+		// Message Examples: program_id does not match the API key
+		Message string      `json:"message"`
+		Name    interface{} `json:"name"`
+		Status  interface{} `json:"status"`
+	} `json:"error"`
+
+	// Warnings Present while the key is marked for rotation and before its deadline.
+	Warnings *Warnings `json:"warnings,omitempty"`
+}
+
+// TrackKeyedError The platform envelope of a tracking error (`error.code` on sale and
+// refund only). While the caller's program key is marked for rotation
+// (and before its deadline) the body also carries `warnings`.
+type TrackKeyedError struct {
+	Data  any `json:"data"`
+	Error struct {
+		// Code Present on sale and refund errors only.
+		Code    *TrackKeyedErrorErrorCode `json:"code,omitempty"`
+		Details map[string]interface{}    `json:"details"`
+		Message string                    `json:"message"`
+		Name    TrackKeyedErrorErrorName  `json:"name"`
+
+		// Status Examples: 400
+		Status int `json:"status"`
+	} `json:"error"`
+
+	// Warnings Present while the key is marked for rotation and before its deadline.
+	Warnings *Warnings `json:"warnings,omitempty"`
+}
+
+// TrackKeyedErrorErrorCode Present on sale and refund errors only.
+type TrackKeyedErrorErrorCode string
+
+// TrackKeyedErrorErrorName defines model for TrackKeyedError.Error.Name.
+type TrackKeyedErrorErrorName string
+
+// TrackLeadFields defines model for TrackLeadFields.
+type TrackLeadFields struct {
+	// ClickId The customer's click.
+	ClickId string `json:"click_id"`
+	LeadId  int    `json:"lead_id"`
+
+	// Message Examples: Lead tracked successfully
+	Message   string `json:"message"`
+	ProgramId int    `json:"program_id"`
+
+	// Provisional Only on a browser-mode lead of a program whose `lead_auth` is `server_required`.
+	Provisional interface{} `json:"provisional,omitempty"`
+	Success     interface{} `json:"success"`
+}
+
+// TrackLeadRecorded defines model for TrackLeadRecorded.
+type TrackLeadRecorded struct {
+	// ClickId The customer's click.
+	ClickId string          `json:"click_id"`
+	Data    TrackLeadFields `json:"data"`
+	LeadId  int             `json:"lead_id"`
+
+	// Message Examples: Lead tracked successfully
+	Message   string `json:"message"`
+	ProgramId int    `json:"program_id"`
+
+	// Provisional Only on a browser-mode lead of a program whose `lead_auth` is `server_required`.
+	Provisional interface{} `json:"provisional,omitempty"`
+	Success     interface{} `json:"success"`
+
+	// Warnings Present while the key is marked for rotation and before its deadline.
+	Warnings *Warnings `json:"warnings,omitempty"`
+}
+
+// TrackLeadRequest A lead. Send at least one of `click_id` and `customer_key` (an empty
+// string or null counts as absent), and `click_id` in browser mode.
+// The other fields are what the reference browser SDK sends.
+type TrackLeadRequest struct {
+	AdditionalData *struct {
+		EventName *string                                    `json:"event_name,omitempty"`
+		ProgramId *TrackLeadRequest_AdditionalData_ProgramId `json:"program_id,omitempty"`
+		TestMode  *bool                                      `json:"test_mode,omitempty"`
+	} `json:"additional_data,omitempty"`
+	ClickId *string `json:"click_id,omitempty"`
+
+	// ClickIds The browser's click history (validated, not used).
+	ClickIds *[]string `json:"click_ids,omitempty"`
+
+	// CustomerKey The brand's stable user id; the same at sale time and in processor metadata.
+	CustomerKey    *string `json:"customer_key,omitempty"`
+	DebugMode      *bool   `json:"debug_mode,omitempty"`
+	Email          *string `json:"email,omitempty"`
+	EventName      *string `json:"event_name,omitempty"`
+	HasAttribution *bool   `json:"has_attribution,omitempty"`
+	PageUrl        *string `json:"page_url,omitempty"`
+
+	// ProgramId In browser mode, the program the caller means; with a key, it must be the key's.
+	ProgramId *TrackLeadRequest_ProgramId `json:"program_id,omitempty"`
+	SessionId *string                     `json:"session_id,omitempty"`
+}
+
+// TrackLeadRequestAdditionalDataProgramId0 defines model for TrackLeadRequest.AdditionalData.ProgramId.0.
+type TrackLeadRequestAdditionalDataProgramId0 = int
+
+// TrackLeadRequestAdditionalDataProgramId1 defines model for TrackLeadRequest.AdditionalData.ProgramId.1.
+type TrackLeadRequestAdditionalDataProgramId1 = string
+
+// TrackLeadRequest_AdditionalData_ProgramId defines model for TrackLeadRequest.AdditionalData.ProgramId.
+type TrackLeadRequest_AdditionalData_ProgramId struct {
+	union json.RawMessage
+}
+
+// TrackLeadRequestProgramId0 defines model for TrackLeadRequest.ProgramId.0.
+type TrackLeadRequestProgramId0 = int
+
+// TrackLeadRequestProgramId1 defines model for TrackLeadRequest.ProgramId.1.
+type TrackLeadRequestProgramId1 = string
+
+// TrackLeadRequest_ProgramId In browser mode, the program the caller means; with a key, it must be the key's.
+type TrackLeadRequest_ProgramId struct {
+	union json.RawMessage
+}
+
+// TrackLeadSuccess A recorded lead, or a test-mode lead; the fields at the top level and again in `data`.
+type TrackLeadSuccess struct {
+	union json.RawMessage
+}
+
+// TrackLeadTestFields defines model for TrackLeadTestFields.
+type TrackLeadTestFields struct {
+	// EventId The flagged test lead's id.
+	EventId int `json:"eventId"`
+
+	// Message Examples: Test lead recorded
+	Message   string      `json:"message"`
+	ProgramId int         `json:"programId"`
+	Success   interface{} `json:"success"`
+	TestMode  interface{} `json:"test_mode"`
+}
+
+// TrackLeadTestRecorded defines model for TrackLeadTestRecorded.
+type TrackLeadTestRecorded struct {
+	Data TrackLeadTestFields `json:"data"`
+
+	// EventId The flagged test lead's id.
+	EventId int `json:"eventId"`
+
+	// Message Examples: Test lead recorded
+	Message   string      `json:"message"`
+	ProgramId int         `json:"programId"`
+	Success   interface{} `json:"success"`
+	TestMode  interface{} `json:"test_mode"`
+
+	// Warnings Present while the key is marked for rotation and before its deadline.
+	Warnings *Warnings `json:"warnings,omitempty"`
+}
+
+// TrackLinkDisabledError A click on a disabled referral link: the typed envelope with `hint`,
+// and the older top-level `success: false` and `message` beside it.
+type TrackLinkDisabledError struct {
+	Error struct {
+		Code interface{} `json:"code"`
+		Hint string      `json:"hint"`
+
+		// Message Examples: Referral link is disabled
+		Message string      `json:"message"`
+		Status  interface{} `json:"status"`
+	} `json:"error"`
+	Message string      `json:"message"`
+	Success interface{} `json:"success"`
+
+	// Warnings Present while the key is marked for rotation and before its deadline.
+	Warnings *Warnings `json:"warnings,omitempty"`
+}
+
+// TrackRefundApplied defines model for TrackRefundApplied.
+type TrackRefundApplied struct {
+	CommissionId int `json:"commission_id"`
+
+	// DeductionAmount The commission share this refund covers, in major units of the commission's currency.
+	DeductionAmount float32 `json:"deductionAmount"`
+
+	// Status `reversed` once the sale is fully refunded, else `refunded`.
+	Status  interface{} `json:"status"`
+	Success interface{} `json:"success"`
+
+	// Warnings Present while the key is marked for rotation and before its deadline.
+	Warnings *Warnings `json:"warnings,omitempty"`
+}
+
+// TrackRefundNoCommission defines model for TrackRefundNoCommission.
+type TrackRefundNoCommission struct {
+	Message string      `json:"message"`
+	Status  interface{} `json:"status"`
+	Success interface{} `json:"success"`
+
+	// Warnings Present while the key is marked for rotation and before its deadline.
+	Warnings *Warnings `json:"warnings,omitempty"`
+}
+
+// TrackRefundSkipped defines model for TrackRefundSkipped.
+type TrackRefundSkipped struct {
+	CommissionId int                      `json:"commission_id"`
+	Reason       TrackRefundSkippedReason `json:"reason"`
+	Status       interface{}              `json:"status"`
+	Success      interface{}              `json:"success"`
+
+	// Warnings Present while the key is marked for rotation and before its deadline.
+	Warnings *Warnings `json:"warnings,omitempty"`
+}
+
+// TrackRefundSkippedReason defines model for TrackRefundSkipped.Reason.
+type TrackRefundSkippedReason string
+
+// TrackRefundSuccess What the refund did (top level, no `data`).
+type TrackRefundSuccess struct {
+	union json.RawMessage
+}
+
+// TrackRefundTest defines model for TrackRefundTest.
+type TrackRefundTest struct {
+	Success interface{} `json:"success"`
+	Test    interface{} `json:"test"`
+
+	// Warnings Present while the key is marked for rotation and before its deadline.
+	Warnings *Warnings `json:"warnings,omitempty"`
+}
+
+// TrackSaleRecorded defines model for TrackSaleRecorded.
+type TrackSaleRecorded struct {
+	// CommissionId Null when the sale earned no commission (see `message`).
+	CommissionId *int            `json:"commission_id"`
+	Data         TrackSaleResult `json:"data"`
+
+	// Message Examples: Sale recorded and commission created
+	Message string      `json:"message"`
+	SaleId  int         `json:"sale_id"`
+	Success interface{} `json:"success"`
+
+	// Warnings Present while the key is marked for rotation and before its deadline.
+	Warnings *Warnings `json:"warnings,omitempty"`
+}
+
+// TrackSaleRequest A sale. `transaction_id` and `amount_cents` are required unless the
+// call is a test (`additional_data.test_mode` true, or the program's
+// test key), and one of `customer_key` and `click_id` must resolve to
+// an attributed customer for a real sale. A JSON `null` counts as an
+// absent field; unknown fields are ignored.
+type TrackSaleRequest struct {
+	// AdditionalData Test-mode switch and the program the caller speaks for.
+	AdditionalData *TrackAdditionalData `json:"additional_data,omitempty"`
+
+	// AmountCents The amount in the currency's smallest unit. A test call without one records one major unit.
+	AmountCents *int `json:"amount_cents,omitempty"`
+
+	// ClickId The click id from the `svc_click_id` cookie.
+	ClickId *string `json:"click_id,omitempty"`
+
+	// Currency `USD`, `EUR` or `VND` (case and surrounding spaces ignored); default the program's currency. Any other value answers 422.
+	//
+	// Examples: USD
+	Currency *string `json:"currency,omitempty"`
+
+	// CustomerKey The brand's stable user id, as sent at lead time.
+	CustomerKey *string `json:"customer_key,omitempty"`
+	EventName   *string `json:"event_name,omitempty"`
+
+	// IsRecurring Default false.
+	IsRecurring *bool `json:"is_recurring,omitempty"`
+
+	// LineItems Any JSON (stored with the sale).
+	LineItems interface{} `json:"line_items,omitempty"`
+	Livemode  *bool       `json:"livemode,omitempty"`
+
+	// OccurredAt ISO 8601 time with an offset (`Z`, `±hh:mm` or `±hhmm`), a real date, not older than 30 days, at most 5 minutes ahead; default now.
+	//
+	// Examples: 2026-11-20T10:15:00Z
+	OccurredAt *string `json:"occurred_at,omitempty"`
+	ProductId  *string `json:"product_id,omitempty"`
+
+	// Provider One of `stripe`, `paddle`, `lemonsqueezy`, `paypal`, `chargebee`, `polar`, `manual` (case and surrounding spaces ignored).
+	Provider          *string `json:"provider,omitempty"`
+	ProviderPaymentId *string `json:"provider_payment_id,omitempty"`
+
+	// SaleType Default `payment`.
+	SaleType       interface{} `json:"sale_type,omitempty"`
+	SubscriptionId *string     `json:"subscription_id,omitempty"`
+
+	// SubscriptionInterval Examples: monthly
+	SubscriptionInterval *string `json:"subscription_interval,omitempty"`
+
+	// TransactionId The caller's id of the payment, unique across all programs (stored as `processor_event_id`). A test call without one gets `test_txn_<ms>`.
+	TransactionId *string `json:"transaction_id,omitempty"`
+}
+
+// TrackSaleResult defines model for TrackSaleResult.
+type TrackSaleResult struct {
+	// CommissionId Null when the sale earned no commission (see `message`).
+	CommissionId *int `json:"commission_id"`
+
+	// Message Examples: Sale recorded and commission created
+	Message string      `json:"message"`
+	SaleId  int         `json:"sale_id"`
+	Success interface{} `json:"success"`
+}
+
+// TrackSaleSuccess A recorded sale (fields at the top level and again in `data`), or a test sale.
+type TrackSaleSuccess struct {
+	union json.RawMessage
+}
+
+// TrackSaleTestRecorded defines model for TrackSaleTestRecorded.
+type TrackSaleTestRecorded struct {
+	Data struct {
+		// EventId The flagged test sale's id.
+		EventId   int         `json:"eventId"`
+		ProgramId int         `json:"programId"`
+		TestMode  interface{} `json:"test_mode"`
+	} `json:"data"`
+
+	// Message Examples: Test sale recorded; no commission was created
+	Message string      `json:"message"`
+	Success interface{} `json:"success"`
+
+	// Warnings Present while the key is marked for rotation and before its deadline.
+	Warnings *Warnings `json:"warnings,omitempty"`
+}
+
+// TrackStripeEvent A Stripe event as Stripe signs it (only the fields the edge reads are listed).
+type TrackStripeEvent struct {
+	// Account The connected account (`acct_…`) on Connect events.
+	Account    *string                 `json:"account,omitempty"`
+	ApiVersion *string                 `json:"api_version,omitempty"`
+	Data       *map[string]interface{} `json:"data,omitempty"`
+
+	// Id Examples: evt_1QaZ
+	Id       string `json:"id"`
+	Livemode *bool  `json:"livemode,omitempty"`
+
+	// Type Examples: checkout.session.completed
+	Type string `json:"type"`
+}
+
+// TrackStripeReceipt defines model for TrackStripeReceipt.
+type TrackStripeReceipt struct {
+	Data struct {
+		// Duplicate The event id was stored before; it is processed once.
+		Duplicate bool        `json:"duplicate"`
+		EventId   string      `json:"event_id"`
+		Received  interface{} `json:"received"`
+	} `json:"data"`
+}
+
+// TrackVisitRequest A page view (null counts as absent; unknown fields are ignored).
+type TrackVisitRequest struct {
+	// AdditionalData Test-mode switch and the program the caller speaks for.
+	AdditionalData *TrackAdditionalData `json:"additional_data,omitempty"`
+	ClickId        *string              `json:"click_id,omitempty"`
+	PageUrl        *string              `json:"page_url,omitempty"`
+
+	// ProgramId The program (integer or string of digits).
+	ProgramId   TrackVisitRequest_ProgramId `json:"program_id"`
+	ReferrerUrl *string                     `json:"referrer_url,omitempty"`
+	SessionId   *string                     `json:"session_id,omitempty"`
+}
+
+// TrackVisitRequestProgramId0 defines model for TrackVisitRequest.ProgramId.0.
+type TrackVisitRequestProgramId0 = int
+
+// TrackVisitRequestProgramId1 defines model for TrackVisitRequest.ProgramId.1.
+type TrackVisitRequestProgramId1 = string
+
+// TrackVisitRequest_ProgramId The program (integer or string of digits).
+type TrackVisitRequest_ProgramId struct {
+	union json.RawMessage
+}
+
+// TrackVisitSuccess defines model for TrackVisitSuccess.
+type TrackVisitSuccess struct {
+	Data struct {
+		VisitId string `json:"visit_id"`
+	} `json:"data"`
+	Success interface{} `json:"success"`
+	VisitId string      `json:"visit_id"`
+}
+
 // TypedError The typed envelope: no `data` key; `error.code` and
 // `error.message` always, further details as siblings of them.
 type TypedError struct {
@@ -1611,10 +2239,99 @@ type CliTestEvent401JSONResponseBody struct {
 	union json.RawMessage
 }
 
+// PreflightTrackClickParams defines parameters for PreflightTrackClick.
+type PreflightTrackClickParams struct {
+	// Origin The page's origin.
+	Origin *string `json:"Origin,omitempty"`
+
+	// AccessControlRequestMethod The method the browser means to use.
+	AccessControlRequestMethod *string `json:"Access-Control-Request-Method,omitempty"`
+
+	// AccessControlRequestHeaders The headers the browser means to send.
+	AccessControlRequestHeaders *string `json:"Access-Control-Request-Headers,omitempty"`
+}
+
+// TrackClick401JSONResponseBody defines parameters for TrackClick.
+type TrackClick401JSONResponseBody struct {
+	union json.RawMessage
+}
+
+// GetTrackerConfigParams defines parameters for GetTrackerConfig.
+type GetTrackerConfigParams struct {
+	// ProgramId The program's id.
+	ProgramId int `form:"program_id" json:"program_id"`
+}
+
+// PreflightTrackerConfigParams defines parameters for PreflightTrackerConfig.
+type PreflightTrackerConfigParams struct {
+	// Origin The page's origin.
+	Origin *string `json:"Origin,omitempty"`
+
+	// AccessControlRequestMethod The method the browser means to use.
+	AccessControlRequestMethod *string `json:"Access-Control-Request-Method,omitempty"`
+
+	// AccessControlRequestHeaders The headers the browser means to send.
+	AccessControlRequestHeaders *string `json:"Access-Control-Request-Headers,omitempty"`
+}
+
+// PreflightTrackLeadParams defines parameters for PreflightTrackLead.
+type PreflightTrackLeadParams struct {
+	// Origin The page's origin.
+	Origin *string `json:"Origin,omitempty"`
+
+	// AccessControlRequestMethod The method the browser means to use.
+	AccessControlRequestMethod *string `json:"Access-Control-Request-Method,omitempty"`
+
+	// AccessControlRequestHeaders The headers the browser means to send.
+	AccessControlRequestHeaders *string `json:"Access-Control-Request-Headers,omitempty"`
+}
+
+// TrackLead401JSONResponseBody defines parameters for TrackLead.
+type TrackLead401JSONResponseBody struct {
+	union json.RawMessage
+}
+
+// TrackRefundJSONBody defines parameters for TrackRefund.
+type TrackRefundJSONBody interface{}
+
+// TrackRefund401JSONResponseBody defines parameters for TrackRefund.
+type TrackRefund401JSONResponseBody struct {
+	union json.RawMessage
+}
+
+// TrackSale401JSONResponseBody defines parameters for TrackSale.
+type TrackSale401JSONResponseBody struct {
+	union json.RawMessage
+}
+
+// PreflightTrackVisitParams defines parameters for PreflightTrackVisit.
+type PreflightTrackVisitParams struct {
+	// Origin The page's origin.
+	Origin *string `json:"Origin,omitempty"`
+
+	// AccessControlRequestMethod The method the browser means to use.
+	AccessControlRequestMethod *string `json:"Access-Control-Request-Method,omitempty"`
+
+	// AccessControlRequestHeaders The headers the browser means to send.
+	AccessControlRequestHeaders *string `json:"Access-Control-Request-Headers,omitempty"`
+}
+
 // CliLoginPageParams defines parameters for CliLoginPage.
 type CliLoginPageParams struct {
 	// State The login state (from start); the page explains a missing, unknown, used or expired one.
 	State *string `form:"state,omitempty" json:"state,omitempty"`
+}
+
+// GetBrandTrackerScriptParams defines parameters for GetBrandTrackerScript.
+type GetBrandTrackerScriptParams struct {
+	// IfNoneMatch An ETag list; a match (weak or strong, or `*`) answers 304.
+	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+}
+
+// GetTrackerScriptParams defines parameters for GetTrackerScript.
+type GetTrackerScriptParams struct {
+	// IfNoneMatch An ETag list; a match (weak or strong, or `*`) answers 304.
+	IfNoneMatch *string `json:"If-None-Match,omitempty"`
 }
 
 // CreateAgentKeyJSONRequestBody defines body for CreateAgentKey for application/json ContentType.
@@ -1666,6 +2383,27 @@ type CliStripeConnectJSONRequestBody = CliStripeConnectJSONBody
 
 // CliTestEventJSONRequestBody defines body for CliTestEvent for application/json ContentType.
 type CliTestEventJSONRequestBody = CliTestEventRequest
+
+// TrackClickJSONRequestBody defines body for TrackClick for application/json ContentType.
+type TrackClickJSONRequestBody = TrackClickRequest
+
+// TrackLeadJSONRequestBody defines body for TrackLead for application/json ContentType.
+type TrackLeadJSONRequestBody = TrackLeadRequest
+
+// TrackRefundJSONRequestBody defines body for TrackRefund for application/json ContentType.
+type TrackRefundJSONRequestBody TrackRefundJSONBody
+
+// TrackSaleJSONRequestBody defines body for TrackSale for application/json ContentType.
+type TrackSaleJSONRequestBody = TrackSaleRequest
+
+// TrackVisitJSONRequestBody defines body for TrackVisit for application/json ContentType.
+type TrackVisitJSONRequestBody = TrackVisitRequest
+
+// ReceiveStripeConnectEventJSONRequestBody defines body for ReceiveStripeConnectEvent for application/json ContentType.
+type ReceiveStripeConnectEventJSONRequestBody = TrackStripeEvent
+
+// ReceiveBrandStripeEventJSONRequestBody defines body for ReceiveBrandStripeEvent for application/json ContentType.
+type ReceiveBrandStripeEventJSONRequestBody = TrackStripeEvent
 
 // AsCliInitRequestAdvertiserId0 returns the union data inside the CliInitRequest_AdvertiserId as a CliInitRequestAdvertiserId0
 func (t CliInitRequest_AdvertiserId) AsCliInitRequestAdvertiserId0() (CliInitRequestAdvertiserId0, error) {
@@ -1787,6 +2525,492 @@ func (t CliTestEventRequest_ProgramId) MarshalJSON() ([]byte, error) {
 }
 
 func (t *CliTestEventRequest_ProgramId) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsTrackClickRequestProgramId0 returns the union data inside the TrackClickRequest_ProgramId as a TrackClickRequestProgramId0
+func (t TrackClickRequest_ProgramId) AsTrackClickRequestProgramId0() (TrackClickRequestProgramId0, error) {
+	var body TrackClickRequestProgramId0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTrackClickRequestProgramId0 overwrites any union data inside the TrackClickRequest_ProgramId as the provided TrackClickRequestProgramId0
+func (t *TrackClickRequest_ProgramId) FromTrackClickRequestProgramId0(v TrackClickRequestProgramId0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeTrackClickRequestProgramId0 performs a merge with any union data inside the TrackClickRequest_ProgramId, using the provided TrackClickRequestProgramId0
+func (t *TrackClickRequest_ProgramId) MergeTrackClickRequestProgramId0(v TrackClickRequestProgramId0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsTrackClickRequestProgramId1 returns the union data inside the TrackClickRequest_ProgramId as a TrackClickRequestProgramId1
+func (t TrackClickRequest_ProgramId) AsTrackClickRequestProgramId1() (TrackClickRequestProgramId1, error) {
+	var body TrackClickRequestProgramId1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTrackClickRequestProgramId1 overwrites any union data inside the TrackClickRequest_ProgramId as the provided TrackClickRequestProgramId1
+func (t *TrackClickRequest_ProgramId) FromTrackClickRequestProgramId1(v TrackClickRequestProgramId1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeTrackClickRequestProgramId1 performs a merge with any union data inside the TrackClickRequest_ProgramId, using the provided TrackClickRequestProgramId1
+func (t *TrackClickRequest_ProgramId) MergeTrackClickRequestProgramId1(v TrackClickRequestProgramId1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t TrackClickRequest_ProgramId) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *TrackClickRequest_ProgramId) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsTrackLeadRequestAdditionalDataProgramId0 returns the union data inside the TrackLeadRequest_AdditionalData_ProgramId as a TrackLeadRequestAdditionalDataProgramId0
+func (t TrackLeadRequest_AdditionalData_ProgramId) AsTrackLeadRequestAdditionalDataProgramId0() (TrackLeadRequestAdditionalDataProgramId0, error) {
+	var body TrackLeadRequestAdditionalDataProgramId0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTrackLeadRequestAdditionalDataProgramId0 overwrites any union data inside the TrackLeadRequest_AdditionalData_ProgramId as the provided TrackLeadRequestAdditionalDataProgramId0
+func (t *TrackLeadRequest_AdditionalData_ProgramId) FromTrackLeadRequestAdditionalDataProgramId0(v TrackLeadRequestAdditionalDataProgramId0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeTrackLeadRequestAdditionalDataProgramId0 performs a merge with any union data inside the TrackLeadRequest_AdditionalData_ProgramId, using the provided TrackLeadRequestAdditionalDataProgramId0
+func (t *TrackLeadRequest_AdditionalData_ProgramId) MergeTrackLeadRequestAdditionalDataProgramId0(v TrackLeadRequestAdditionalDataProgramId0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsTrackLeadRequestAdditionalDataProgramId1 returns the union data inside the TrackLeadRequest_AdditionalData_ProgramId as a TrackLeadRequestAdditionalDataProgramId1
+func (t TrackLeadRequest_AdditionalData_ProgramId) AsTrackLeadRequestAdditionalDataProgramId1() (TrackLeadRequestAdditionalDataProgramId1, error) {
+	var body TrackLeadRequestAdditionalDataProgramId1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTrackLeadRequestAdditionalDataProgramId1 overwrites any union data inside the TrackLeadRequest_AdditionalData_ProgramId as the provided TrackLeadRequestAdditionalDataProgramId1
+func (t *TrackLeadRequest_AdditionalData_ProgramId) FromTrackLeadRequestAdditionalDataProgramId1(v TrackLeadRequestAdditionalDataProgramId1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeTrackLeadRequestAdditionalDataProgramId1 performs a merge with any union data inside the TrackLeadRequest_AdditionalData_ProgramId, using the provided TrackLeadRequestAdditionalDataProgramId1
+func (t *TrackLeadRequest_AdditionalData_ProgramId) MergeTrackLeadRequestAdditionalDataProgramId1(v TrackLeadRequestAdditionalDataProgramId1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t TrackLeadRequest_AdditionalData_ProgramId) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *TrackLeadRequest_AdditionalData_ProgramId) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsTrackLeadRequestProgramId0 returns the union data inside the TrackLeadRequest_ProgramId as a TrackLeadRequestProgramId0
+func (t TrackLeadRequest_ProgramId) AsTrackLeadRequestProgramId0() (TrackLeadRequestProgramId0, error) {
+	var body TrackLeadRequestProgramId0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTrackLeadRequestProgramId0 overwrites any union data inside the TrackLeadRequest_ProgramId as the provided TrackLeadRequestProgramId0
+func (t *TrackLeadRequest_ProgramId) FromTrackLeadRequestProgramId0(v TrackLeadRequestProgramId0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeTrackLeadRequestProgramId0 performs a merge with any union data inside the TrackLeadRequest_ProgramId, using the provided TrackLeadRequestProgramId0
+func (t *TrackLeadRequest_ProgramId) MergeTrackLeadRequestProgramId0(v TrackLeadRequestProgramId0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsTrackLeadRequestProgramId1 returns the union data inside the TrackLeadRequest_ProgramId as a TrackLeadRequestProgramId1
+func (t TrackLeadRequest_ProgramId) AsTrackLeadRequestProgramId1() (TrackLeadRequestProgramId1, error) {
+	var body TrackLeadRequestProgramId1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTrackLeadRequestProgramId1 overwrites any union data inside the TrackLeadRequest_ProgramId as the provided TrackLeadRequestProgramId1
+func (t *TrackLeadRequest_ProgramId) FromTrackLeadRequestProgramId1(v TrackLeadRequestProgramId1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeTrackLeadRequestProgramId1 performs a merge with any union data inside the TrackLeadRequest_ProgramId, using the provided TrackLeadRequestProgramId1
+func (t *TrackLeadRequest_ProgramId) MergeTrackLeadRequestProgramId1(v TrackLeadRequestProgramId1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t TrackLeadRequest_ProgramId) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *TrackLeadRequest_ProgramId) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsTrackLeadRecorded returns the union data inside the TrackLeadSuccess as a TrackLeadRecorded
+func (t TrackLeadSuccess) AsTrackLeadRecorded() (TrackLeadRecorded, error) {
+	var body TrackLeadRecorded
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTrackLeadRecorded overwrites any union data inside the TrackLeadSuccess as the provided TrackLeadRecorded
+func (t *TrackLeadSuccess) FromTrackLeadRecorded(v TrackLeadRecorded) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeTrackLeadRecorded performs a merge with any union data inside the TrackLeadSuccess, using the provided TrackLeadRecorded
+func (t *TrackLeadSuccess) MergeTrackLeadRecorded(v TrackLeadRecorded) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsTrackLeadTestRecorded returns the union data inside the TrackLeadSuccess as a TrackLeadTestRecorded
+func (t TrackLeadSuccess) AsTrackLeadTestRecorded() (TrackLeadTestRecorded, error) {
+	var body TrackLeadTestRecorded
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTrackLeadTestRecorded overwrites any union data inside the TrackLeadSuccess as the provided TrackLeadTestRecorded
+func (t *TrackLeadSuccess) FromTrackLeadTestRecorded(v TrackLeadTestRecorded) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeTrackLeadTestRecorded performs a merge with any union data inside the TrackLeadSuccess, using the provided TrackLeadTestRecorded
+func (t *TrackLeadSuccess) MergeTrackLeadTestRecorded(v TrackLeadTestRecorded) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t TrackLeadSuccess) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *TrackLeadSuccess) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsTrackRefundApplied returns the union data inside the TrackRefundSuccess as a TrackRefundApplied
+func (t TrackRefundSuccess) AsTrackRefundApplied() (TrackRefundApplied, error) {
+	var body TrackRefundApplied
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTrackRefundApplied overwrites any union data inside the TrackRefundSuccess as the provided TrackRefundApplied
+func (t *TrackRefundSuccess) FromTrackRefundApplied(v TrackRefundApplied) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeTrackRefundApplied performs a merge with any union data inside the TrackRefundSuccess, using the provided TrackRefundApplied
+func (t *TrackRefundSuccess) MergeTrackRefundApplied(v TrackRefundApplied) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsTrackRefundSkipped returns the union data inside the TrackRefundSuccess as a TrackRefundSkipped
+func (t TrackRefundSuccess) AsTrackRefundSkipped() (TrackRefundSkipped, error) {
+	var body TrackRefundSkipped
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTrackRefundSkipped overwrites any union data inside the TrackRefundSuccess as the provided TrackRefundSkipped
+func (t *TrackRefundSuccess) FromTrackRefundSkipped(v TrackRefundSkipped) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeTrackRefundSkipped performs a merge with any union data inside the TrackRefundSuccess, using the provided TrackRefundSkipped
+func (t *TrackRefundSuccess) MergeTrackRefundSkipped(v TrackRefundSkipped) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsTrackRefundNoCommission returns the union data inside the TrackRefundSuccess as a TrackRefundNoCommission
+func (t TrackRefundSuccess) AsTrackRefundNoCommission() (TrackRefundNoCommission, error) {
+	var body TrackRefundNoCommission
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTrackRefundNoCommission overwrites any union data inside the TrackRefundSuccess as the provided TrackRefundNoCommission
+func (t *TrackRefundSuccess) FromTrackRefundNoCommission(v TrackRefundNoCommission) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeTrackRefundNoCommission performs a merge with any union data inside the TrackRefundSuccess, using the provided TrackRefundNoCommission
+func (t *TrackRefundSuccess) MergeTrackRefundNoCommission(v TrackRefundNoCommission) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsTrackRefundTest returns the union data inside the TrackRefundSuccess as a TrackRefundTest
+func (t TrackRefundSuccess) AsTrackRefundTest() (TrackRefundTest, error) {
+	var body TrackRefundTest
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTrackRefundTest overwrites any union data inside the TrackRefundSuccess as the provided TrackRefundTest
+func (t *TrackRefundSuccess) FromTrackRefundTest(v TrackRefundTest) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeTrackRefundTest performs a merge with any union data inside the TrackRefundSuccess, using the provided TrackRefundTest
+func (t *TrackRefundSuccess) MergeTrackRefundTest(v TrackRefundTest) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t TrackRefundSuccess) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *TrackRefundSuccess) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsTrackSaleRecorded returns the union data inside the TrackSaleSuccess as a TrackSaleRecorded
+func (t TrackSaleSuccess) AsTrackSaleRecorded() (TrackSaleRecorded, error) {
+	var body TrackSaleRecorded
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTrackSaleRecorded overwrites any union data inside the TrackSaleSuccess as the provided TrackSaleRecorded
+func (t *TrackSaleSuccess) FromTrackSaleRecorded(v TrackSaleRecorded) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeTrackSaleRecorded performs a merge with any union data inside the TrackSaleSuccess, using the provided TrackSaleRecorded
+func (t *TrackSaleSuccess) MergeTrackSaleRecorded(v TrackSaleRecorded) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsTrackSaleTestRecorded returns the union data inside the TrackSaleSuccess as a TrackSaleTestRecorded
+func (t TrackSaleSuccess) AsTrackSaleTestRecorded() (TrackSaleTestRecorded, error) {
+	var body TrackSaleTestRecorded
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTrackSaleTestRecorded overwrites any union data inside the TrackSaleSuccess as the provided TrackSaleTestRecorded
+func (t *TrackSaleSuccess) FromTrackSaleTestRecorded(v TrackSaleTestRecorded) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeTrackSaleTestRecorded performs a merge with any union data inside the TrackSaleSuccess, using the provided TrackSaleTestRecorded
+func (t *TrackSaleSuccess) MergeTrackSaleTestRecorded(v TrackSaleTestRecorded) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t TrackSaleSuccess) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *TrackSaleSuccess) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsTrackVisitRequestProgramId0 returns the union data inside the TrackVisitRequest_ProgramId as a TrackVisitRequestProgramId0
+func (t TrackVisitRequest_ProgramId) AsTrackVisitRequestProgramId0() (TrackVisitRequestProgramId0, error) {
+	var body TrackVisitRequestProgramId0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTrackVisitRequestProgramId0 overwrites any union data inside the TrackVisitRequest_ProgramId as the provided TrackVisitRequestProgramId0
+func (t *TrackVisitRequest_ProgramId) FromTrackVisitRequestProgramId0(v TrackVisitRequestProgramId0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeTrackVisitRequestProgramId0 performs a merge with any union data inside the TrackVisitRequest_ProgramId, using the provided TrackVisitRequestProgramId0
+func (t *TrackVisitRequest_ProgramId) MergeTrackVisitRequestProgramId0(v TrackVisitRequestProgramId0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsTrackVisitRequestProgramId1 returns the union data inside the TrackVisitRequest_ProgramId as a TrackVisitRequestProgramId1
+func (t TrackVisitRequest_ProgramId) AsTrackVisitRequestProgramId1() (TrackVisitRequestProgramId1, error) {
+	var body TrackVisitRequestProgramId1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTrackVisitRequestProgramId1 overwrites any union data inside the TrackVisitRequest_ProgramId as the provided TrackVisitRequestProgramId1
+func (t *TrackVisitRequest_ProgramId) FromTrackVisitRequestProgramId1(v TrackVisitRequestProgramId1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeTrackVisitRequestProgramId1 performs a merge with any union data inside the TrackVisitRequest_ProgramId, using the provided TrackVisitRequestProgramId1
+func (t *TrackVisitRequest_ProgramId) MergeTrackVisitRequestProgramId1(v TrackVisitRequestProgramId1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t TrackVisitRequest_ProgramId) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *TrackVisitRequest_ProgramId) UnmarshalJSON(b []byte) error {
 	err := t.union.UnmarshalJSON(b)
 	return err
 }
@@ -1973,6 +3197,254 @@ func (t CliTestEvent401JSONResponseBody) MarshalJSON() ([]byte, error) {
 }
 
 func (t *CliTestEvent401JSONResponseBody) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsTrackKeyedError returns the union data inside the TrackClick401JSONResponseBody as a TrackKeyedError
+func (t TrackClick401JSONResponseBody) AsTrackKeyedError() (TrackKeyedError, error) {
+	var body TrackKeyedError
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTrackKeyedError overwrites any union data inside the TrackClick401JSONResponseBody as the provided TrackKeyedError
+func (t *TrackClick401JSONResponseBody) FromTrackKeyedError(v TrackKeyedError) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeTrackKeyedError performs a merge with any union data inside the TrackClick401JSONResponseBody, using the provided TrackKeyedError
+func (t *TrackClick401JSONResponseBody) MergeTrackKeyedError(v TrackKeyedError) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsKeyRotationError returns the union data inside the TrackClick401JSONResponseBody as a KeyRotationError
+func (t TrackClick401JSONResponseBody) AsKeyRotationError() (KeyRotationError, error) {
+	var body KeyRotationError
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromKeyRotationError overwrites any union data inside the TrackClick401JSONResponseBody as the provided KeyRotationError
+func (t *TrackClick401JSONResponseBody) FromKeyRotationError(v KeyRotationError) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeKeyRotationError performs a merge with any union data inside the TrackClick401JSONResponseBody, using the provided KeyRotationError
+func (t *TrackClick401JSONResponseBody) MergeKeyRotationError(v KeyRotationError) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t TrackClick401JSONResponseBody) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *TrackClick401JSONResponseBody) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsTrackKeyedError returns the union data inside the TrackLead401JSONResponseBody as a TrackKeyedError
+func (t TrackLead401JSONResponseBody) AsTrackKeyedError() (TrackKeyedError, error) {
+	var body TrackKeyedError
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTrackKeyedError overwrites any union data inside the TrackLead401JSONResponseBody as the provided TrackKeyedError
+func (t *TrackLead401JSONResponseBody) FromTrackKeyedError(v TrackKeyedError) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeTrackKeyedError performs a merge with any union data inside the TrackLead401JSONResponseBody, using the provided TrackKeyedError
+func (t *TrackLead401JSONResponseBody) MergeTrackKeyedError(v TrackKeyedError) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsKeyRotationError returns the union data inside the TrackLead401JSONResponseBody as a KeyRotationError
+func (t TrackLead401JSONResponseBody) AsKeyRotationError() (KeyRotationError, error) {
+	var body KeyRotationError
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromKeyRotationError overwrites any union data inside the TrackLead401JSONResponseBody as the provided KeyRotationError
+func (t *TrackLead401JSONResponseBody) FromKeyRotationError(v KeyRotationError) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeKeyRotationError performs a merge with any union data inside the TrackLead401JSONResponseBody, using the provided KeyRotationError
+func (t *TrackLead401JSONResponseBody) MergeKeyRotationError(v KeyRotationError) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t TrackLead401JSONResponseBody) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *TrackLead401JSONResponseBody) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsTrackKeyedError returns the union data inside the TrackRefund401JSONResponseBody as a TrackKeyedError
+func (t TrackRefund401JSONResponseBody) AsTrackKeyedError() (TrackKeyedError, error) {
+	var body TrackKeyedError
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTrackKeyedError overwrites any union data inside the TrackRefund401JSONResponseBody as the provided TrackKeyedError
+func (t *TrackRefund401JSONResponseBody) FromTrackKeyedError(v TrackKeyedError) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeTrackKeyedError performs a merge with any union data inside the TrackRefund401JSONResponseBody, using the provided TrackKeyedError
+func (t *TrackRefund401JSONResponseBody) MergeTrackKeyedError(v TrackKeyedError) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsKeyRotationError returns the union data inside the TrackRefund401JSONResponseBody as a KeyRotationError
+func (t TrackRefund401JSONResponseBody) AsKeyRotationError() (KeyRotationError, error) {
+	var body KeyRotationError
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromKeyRotationError overwrites any union data inside the TrackRefund401JSONResponseBody as the provided KeyRotationError
+func (t *TrackRefund401JSONResponseBody) FromKeyRotationError(v KeyRotationError) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeKeyRotationError performs a merge with any union data inside the TrackRefund401JSONResponseBody, using the provided KeyRotationError
+func (t *TrackRefund401JSONResponseBody) MergeKeyRotationError(v KeyRotationError) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t TrackRefund401JSONResponseBody) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *TrackRefund401JSONResponseBody) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsTrackKeyedError returns the union data inside the TrackSale401JSONResponseBody as a TrackKeyedError
+func (t TrackSale401JSONResponseBody) AsTrackKeyedError() (TrackKeyedError, error) {
+	var body TrackKeyedError
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTrackKeyedError overwrites any union data inside the TrackSale401JSONResponseBody as the provided TrackKeyedError
+func (t *TrackSale401JSONResponseBody) FromTrackKeyedError(v TrackKeyedError) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeTrackKeyedError performs a merge with any union data inside the TrackSale401JSONResponseBody, using the provided TrackKeyedError
+func (t *TrackSale401JSONResponseBody) MergeTrackKeyedError(v TrackKeyedError) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsKeyRotationError returns the union data inside the TrackSale401JSONResponseBody as a KeyRotationError
+func (t TrackSale401JSONResponseBody) AsKeyRotationError() (KeyRotationError, error) {
+	var body KeyRotationError
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromKeyRotationError overwrites any union data inside the TrackSale401JSONResponseBody as the provided KeyRotationError
+func (t *TrackSale401JSONResponseBody) FromKeyRotationError(v KeyRotationError) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeKeyRotationError performs a merge with any union data inside the TrackSale401JSONResponseBody, using the provided KeyRotationError
+func (t *TrackSale401JSONResponseBody) MergeKeyRotationError(v KeyRotationError) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t TrackSale401JSONResponseBody) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *TrackSale401JSONResponseBody) UnmarshalJSON(b []byte) error {
 	err := t.union.UnmarshalJSON(b)
 	return err
 }
@@ -2441,6 +3913,273 @@ type ClientInterface interface {
 	// Corresponds with POST /api/v1/cli/test-event (the `CliTestEvent` operationId).
 	CliTestEvent(ctx context.Context, body CliTestEventJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// PreflightTrackClick CORS preflight of the browser route
+	//
+	// Answers a browser's CORS preflight (`Origin` and
+	// `Access-Control-Request-Method` sent) with 204, allowing any
+	// origin, GET and POST, and the headers `Content-Type`,
+	// `Authorization` and `X-Request-ID`, for a day. An OPTIONS request
+	// that is not a preflight answers 404.
+	//
+	// Corresponds with OPTIONS /api/v1/track/click (the `PreflightTrackClick` operationId).
+	PreflightTrackClick(ctx context.Context, params *PreflightTrackClickParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TrackClickWithBody Record a click on a partner's referral link
+	//
+	// Called by the browser tracker on a landing page opened from a
+	// partner's link (`aff` or `via` in the page URL): resolves the link,
+	// records the click and returns the `click_id` the tracker stores in
+	// the first-party cookie `svc_click_id`. Public (60 a minute per IP)
+	// and open to any origin. A program key is optional: with one, the
+	// test-mode checks of the key apply; a token that matches no program
+	// answers 401. A test click (`additional_data.test_mode`, or the test
+	// key) answers the test shape and is flagged. A disabled link answers
+	// 410 `link_disabled` and records nothing.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/track/click (the `TrackClick` operationId).
+	TrackClickWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TrackClick Record a click on a partner's referral link
+	//
+	// Called by the browser tracker on a landing page opened from a
+	// partner's link (`aff` or `via` in the page URL): resolves the link,
+	// records the click and returns the `click_id` the tracker stores in
+	// the first-party cookie `svc_click_id`. Public (60 a minute per IP)
+	// and open to any origin. A program key is optional: with one, the
+	// test-mode checks of the key apply; a token that matches no program
+	// answers 401. A test click (`additional_data.test_mode`, or the test
+	// key) answers the test shape and is flagged. A disabled link answers
+	// 410 `link_disabled` and records nothing.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/track/click (the `TrackClick` operationId).
+	TrackClick(ctx context.Context, body TrackClickJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetTrackerConfig What the browser tracker needs to know about a program
+	//
+	// The program's cookie lifetime, lead policy, referral parameters,
+	// cookie name and endpoints. Public (60 a minute per IP), open to any
+	// origin, cacheable for 5 minutes.
+	//
+	// Corresponds with GET /api/v1/track/config (the `GetTrackerConfig` operationId).
+	GetTrackerConfig(ctx context.Context, params *GetTrackerConfigParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PreflightTrackerConfig CORS preflight of the browser route
+	//
+	// Answers a browser's CORS preflight (`Origin` and
+	// `Access-Control-Request-Method` sent) with 204, allowing any
+	// origin, GET and POST, and the headers `Content-Type`,
+	// `Authorization` and `X-Request-ID`, for a day. An OPTIONS request
+	// that is not a preflight answers 404.
+	//
+	// Corresponds with OPTIONS /api/v1/track/config (the `PreflightTrackerConfig` operationId).
+	PreflightTrackerConfig(ctx context.Context, params *PreflightTrackerConfigParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PreflightTrackLead CORS preflight of the browser route
+	//
+	// Answers a browser's CORS preflight (`Origin` and
+	// `Access-Control-Request-Method` sent) with 204, allowing any
+	// origin, GET and POST, and the headers `Content-Type`,
+	// `Authorization` and `X-Request-ID`, for a day. An OPTIONS request
+	// that is not a preflight answers 404.
+	//
+	// Corresponds with OPTIONS /api/v1/track/lead (the `PreflightTrackLead` operationId).
+	PreflightTrackLead(ctx context.Context, params *PreflightTrackLeadParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TrackLeadWithBody Record a lead (a customer's signup)
+	//
+	// Server mode (a valid program key, from the brand's backend) or
+	// browser mode (no `Authorization` header or an empty token, from the
+	// tracker's `lead()`/`signup()`), 30 a minute per IP. Send at least
+	// one of `click_id` and `customer_key`, and `click_id` on every lead
+	// (a first lead with only `customer_key` finds no customer; browser
+	// mode requires `click_id`). A browser-mode lead on a program whose
+	// `lead_auth` is `server_required` is stored provisional and answers
+	// `provisional: true`; it settles on a server lead or a qualifying
+	// payment. A test-mode call with a key and another program's
+	// `program_id` answers 403. Errors use the platform envelope without
+	// a code.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/track/lead (the `TrackLead` operationId).
+	TrackLeadWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TrackLead Record a lead (a customer's signup)
+	//
+	// Server mode (a valid program key, from the brand's backend) or
+	// browser mode (no `Authorization` header or an empty token, from the
+	// tracker's `lead()`/`signup()`), 30 a minute per IP. Send at least
+	// one of `click_id` and `customer_key`, and `click_id` on every lead
+	// (a first lead with only `customer_key` finds no customer; browser
+	// mode requires `click_id`). A browser-mode lead on a program whose
+	// `lead_auth` is `server_required` is stored provisional and answers
+	// `provisional: true`; it settles on a server lead or a qualifying
+	// payment. A test-mode call with a key and another program's
+	// `program_id` answers 403. Errors use the platform envelope without
+	// a code.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/track/lead (the `TrackLead` operationId).
+	TrackLead(ctx context.Context, body TrackLeadJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TrackRefundWithBody Report a refund or chargeback of a recorded sale
+	//
+	// Reverses (full refund) or reduces (partial refund) the commission of
+	// a sale of the key's program, and deducts the share from the
+	// partner's balance when it was already credited, before answering.
+	// Send each partial refund with its own amount and `refund_id`;
+	// without a `refund_id` a repeated amount is taken for a retry and
+	// skipped.
+	//
+	// The body is the `TrackRefundRequest` schema. The document attaches
+	// no schema to it because a call with the program's test key
+	// (`aff_test_…`) answers `{"success": true, "test": true}` before
+	// reading the body, whatever it holds. Errors, headers, warnings and
+	// the rate-limit bucket are as on `trackSale`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/track/refund (the `TrackRefund` operationId).
+	TrackRefundWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TrackRefund Report a refund or chargeback of a recorded sale
+	//
+	// Reverses (full refund) or reduces (partial refund) the commission of
+	// a sale of the key's program, and deducts the share from the
+	// partner's balance when it was already credited, before answering.
+	// Send each partial refund with its own amount and `refund_id`;
+	// without a `refund_id` a repeated amount is taken for a retry and
+	// skipped.
+	//
+	// The body is the `TrackRefundRequest` schema. The document attaches
+	// no schema to it because a call with the program's test key
+	// (`aff_test_…`) answers `{"success": true, "test": true}` before
+	// reading the body, whatever it holds. Errors, headers, warnings and
+	// the rate-limit bucket are as on `trackSale`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/track/refund (the `TrackRefund` operationId).
+	TrackRefund(ctx context.Context, body TrackRefundJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TrackSaleWithBody Report a sale from the brand's backend
+	//
+	// Records a sale of an attributed customer and creates its commission
+	// in one transaction before answering. The brand's backend calls it
+	// with the program key; never a browser. Send `customer_key` or
+	// `click_id` (the one used at lead time). `transaction_id` (unique
+	// across all programs: a repeat answers 409 with the stored sale's id)
+	// and `amount_cents` are required for a real sale; a test call
+	// (`additional_data.test_mode: true`, or the program's test key
+	// `aff_test_…`) may leave both out and records a flagged sale with no
+	// commission.
+	//
+	// Errors use the platform envelope with a stable `error.code`;
+	// a retired key, the rate limit and an oversized body answer in the
+	// typed envelope. While the key is marked for rotation every answer
+	// carries `Deprecation`, `Sunset` and `Link` and a JSON body gains a
+	// top-level `warnings` array. Sales and refunds share one bucket of
+	// 120 requests a minute per API key.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/track/sale (the `TrackSale` operationId).
+	TrackSaleWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TrackSale Report a sale from the brand's backend
+	//
+	// Records a sale of an attributed customer and creates its commission
+	// in one transaction before answering. The brand's backend calls it
+	// with the program key; never a browser. Send `customer_key` or
+	// `click_id` (the one used at lead time). `transaction_id` (unique
+	// across all programs: a repeat answers 409 with the stored sale's id)
+	// and `amount_cents` are required for a real sale; a test call
+	// (`additional_data.test_mode: true`, or the program's test key
+	// `aff_test_…`) may leave both out and records a flagged sale with no
+	// commission.
+	//
+	// Errors use the platform envelope with a stable `error.code`;
+	// a retired key, the rate limit and an oversized body answer in the
+	// typed envelope. While the key is marked for rotation every answer
+	// carries `Deprecation`, `Sunset` and `Link` and a JSON body gains a
+	// top-level `warnings` array. Sales and refunds share one bucket of
+	// 120 requests a minute per API key.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/track/sale (the `TrackSale` operationId).
+	TrackSale(ctx context.Context, body TrackSaleJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PreflightTrackVisit CORS preflight of the browser route
+	//
+	// Answers a browser's CORS preflight (`Origin` and
+	// `Access-Control-Request-Method` sent) with 204, allowing any
+	// origin, GET and POST, and the headers `Content-Type`,
+	// `Authorization` and `X-Request-ID`, for a day. An OPTIONS request
+	// that is not a preflight answers 404.
+	//
+	// Corresponds with OPTIONS /api/v1/track/visit (the `PreflightTrackVisit` operationId).
+	PreflightTrackVisit(ctx context.Context, params *PreflightTrackVisitParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TrackVisitWithBody Record a page view of a page that carries the tracker
+	//
+	// Sent by the browser tracker on each page view. Public (120 a minute
+	// per IP) and open to any origin. `program_id` is required; a
+	// `click_id` that is not one of the service's clicks is dropped.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/track/visit (the `TrackVisit` operationId).
+	TrackVisitWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TrackVisit Record a page view of a page that carries the tracker
+	//
+	// Sent by the browser tracker on each page view. Public (120 a minute
+	// per IP) and open to any origin. `program_id` is required; a
+	// `click_id` that is not one of the service's clicks is dropped.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/track/visit (the `TrackVisit` operationId).
+	TrackVisit(ctx context.Context, body TrackVisitJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReceiveStripeConnectEventWithBody Receive a Stripe Connect event of any connected account
+	//
+	// Stripe posts the events of every connected account here. The
+	// `Stripe-Signature` header is verified with `STRIPE_WEBHOOK_SECRET`
+	// (tolerance 5 minutes); a bad or missing signature answers 400 with
+	// nothing stored. The event's `account` names the program. The answer
+	// is 200 once the raw event is stored (unique by event id); a
+	// redelivered event answers 200 with `duplicate: true` and is
+	// processed once. Without `STRIPE_WEBHOOK_SECRET` the endpoint does
+	// not exist (404). Bodies up to 1 MiB.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/webhooks/stripe (the `ReceiveStripeConnectEvent` operationId).
+	ReceiveStripeConnectEventWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReceiveStripeConnectEvent Receive a Stripe Connect event of any connected account
+	//
+	// Stripe posts the events of every connected account here. The
+	// `Stripe-Signature` header is verified with `STRIPE_WEBHOOK_SECRET`
+	// (tolerance 5 minutes); a bad or missing signature answers 400 with
+	// nothing stored. The event's `account` names the program. The answer
+	// is 200 once the raw event is stored (unique by event id); a
+	// redelivered event answers 200 with `duplicate: true` and is
+	// processed once. Without `STRIPE_WEBHOOK_SECRET` the endpoint does
+	// not exist (404). Bodies up to 1 MiB.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/webhooks/stripe (the `ReceiveStripeConnectEvent` operationId).
+	ReceiveStripeConnectEvent(ctx context.Context, body ReceiveStripeConnectEventJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// CliLoginPage The CLI login page
 	//
 	// The page `auth_url` opens: it shows the login's user code, runs the provider's sign-in in the browser and posts the `state` and `id_token` to the callback. Rate limited to 60 a minute per IP.
@@ -2453,10 +4192,60 @@ type ClientInterface interface {
 	// Corresponds with GET /docs/api (the `GetAPIReference` operationId).
 	GetAPIReference(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetBrandTrackerScript The browser tracker under the reference snippet's path
+	//
+	// The same script as `/tracker.js`, for pages written for the
+	// reference snippet (`{base_url}/js/<brand>-tracker.js` with
+	// `data-<brand>-program-id`). The path follows `BRAND_PREFIX`:
+	// `/js/<BRAND_PREFIX>-tracker.js`, here with the default prefix
+	// `svc`.
+	//
+	// Corresponds with GET /js/svc-tracker.js (the `GetBrandTrackerScript` operationId).
+	GetBrandTrackerScript(ctx context.Context, params *GetBrandTrackerScriptParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetOpenAPI This document, as JSON
 	//
 	// Corresponds with GET /openapi.json (the `GetOpenAPI` operationId).
 	GetOpenAPI(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetTrackerScript The browser tracker script
+	//
+	// The script a landing page includes
+	// (`<script src="{base_url}/tracker.js" data-program-id="ID" defer></script>`):
+	// it posts the click for `aff`/`via` links, keeps the click id in the
+	// first-party cookie, sends visits, writes the click id into payment
+	// links, buy buttons and pricing tables, and exposes `lead()` (alias
+	// `signup()`). Cached for a day with an `ETag`; a matching
+	// `If-None-Match` answers 304.
+	//
+	// Corresponds with GET /tracker.js (the `GetTrackerScript` operationId).
+	GetTrackerScript(ctx context.Context, params *GetTrackerScriptParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReceiveBrandStripeEventWithBody Receive a Stripe event from a webhook the brand added itself
+	//
+	// For brands that add the processor webhook on their own Stripe
+	// account (the path the reference CLI registers). Verified with the
+	// program's `stripe_webhook_secret` (a settings field); the events
+	// belong to that program. Otherwise as
+	// `POST /api/v1/webhooks/stripe`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /webhooks/stripe/{programId} (the `ReceiveBrandStripeEvent` operationId).
+	ReceiveBrandStripeEventWithBody(ctx context.Context, programId int, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReceiveBrandStripeEvent Receive a Stripe event from a webhook the brand added itself
+	//
+	// For brands that add the processor webhook on their own Stripe
+	// account (the path the reference CLI registers). Verified with the
+	// program's `stripe_webhook_secret` (a settings field); the events
+	// belong to that program. Otherwise as
+	// `POST /api/v1/webhooks/stripe`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /webhooks/stripe/{programId} (the `ReceiveBrandStripeEvent` operationId).
+	ReceiveBrandStripeEvent(ctx context.Context, programId int, body ReceiveBrandStripeEventJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // CreateAgentKeyWithBody Create an agent key of a workspace
@@ -3307,6 +5096,443 @@ func (c *Client) CliTestEvent(ctx context.Context, body CliTestEventJSONRequestB
 	return c.Client.Do(req)
 }
 
+// PreflightTrackClick CORS preflight of the browser route
+//
+// Answers a browser's CORS preflight (`Origin` and
+// `Access-Control-Request-Method` sent) with 204, allowing any
+// origin, GET and POST, and the headers `Content-Type`,
+// `Authorization` and `X-Request-ID`, for a day. An OPTIONS request
+// that is not a preflight answers 404.
+//
+// Corresponds with OPTIONS /api/v1/track/click (the `PreflightTrackClick` operationId).
+func (c *Client) PreflightTrackClick(ctx context.Context, params *PreflightTrackClickParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPreflightTrackClickRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TrackClickWithBody Record a click on a partner's referral link
+//
+// Called by the browser tracker on a landing page opened from a
+// partner's link (`aff` or `via` in the page URL): resolves the link,
+// records the click and returns the `click_id` the tracker stores in
+// the first-party cookie `svc_click_id`. Public (60 a minute per IP)
+// and open to any origin. A program key is optional: with one, the
+// test-mode checks of the key apply; a token that matches no program
+// answers 401. A test click (`additional_data.test_mode`, or the test
+// key) answers the test shape and is flagged. A disabled link answers
+// 410 `link_disabled` and records nothing.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/track/click (the `TrackClick` operationId).
+func (c *Client) TrackClickWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTrackClickRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TrackClick Record a click on a partner's referral link
+//
+// Called by the browser tracker on a landing page opened from a
+// partner's link (`aff` or `via` in the page URL): resolves the link,
+// records the click and returns the `click_id` the tracker stores in
+// the first-party cookie `svc_click_id`. Public (60 a minute per IP)
+// and open to any origin. A program key is optional: with one, the
+// test-mode checks of the key apply; a token that matches no program
+// answers 401. A test click (`additional_data.test_mode`, or the test
+// key) answers the test shape and is flagged. A disabled link answers
+// 410 `link_disabled` and records nothing.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/track/click (the `TrackClick` operationId).
+func (c *Client) TrackClick(ctx context.Context, body TrackClickJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTrackClickRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetTrackerConfig What the browser tracker needs to know about a program
+//
+// The program's cookie lifetime, lead policy, referral parameters,
+// cookie name and endpoints. Public (60 a minute per IP), open to any
+// origin, cacheable for 5 minutes.
+//
+// Corresponds with GET /api/v1/track/config (the `GetTrackerConfig` operationId).
+func (c *Client) GetTrackerConfig(ctx context.Context, params *GetTrackerConfigParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetTrackerConfigRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PreflightTrackerConfig CORS preflight of the browser route
+//
+// Answers a browser's CORS preflight (`Origin` and
+// `Access-Control-Request-Method` sent) with 204, allowing any
+// origin, GET and POST, and the headers `Content-Type`,
+// `Authorization` and `X-Request-ID`, for a day. An OPTIONS request
+// that is not a preflight answers 404.
+//
+// Corresponds with OPTIONS /api/v1/track/config (the `PreflightTrackerConfig` operationId).
+func (c *Client) PreflightTrackerConfig(ctx context.Context, params *PreflightTrackerConfigParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPreflightTrackerConfigRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PreflightTrackLead CORS preflight of the browser route
+//
+// Answers a browser's CORS preflight (`Origin` and
+// `Access-Control-Request-Method` sent) with 204, allowing any
+// origin, GET and POST, and the headers `Content-Type`,
+// `Authorization` and `X-Request-ID`, for a day. An OPTIONS request
+// that is not a preflight answers 404.
+//
+// Corresponds with OPTIONS /api/v1/track/lead (the `PreflightTrackLead` operationId).
+func (c *Client) PreflightTrackLead(ctx context.Context, params *PreflightTrackLeadParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPreflightTrackLeadRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TrackLeadWithBody Record a lead (a customer's signup)
+//
+// Server mode (a valid program key, from the brand's backend) or
+// browser mode (no `Authorization` header or an empty token, from the
+// tracker's `lead()`/`signup()`), 30 a minute per IP. Send at least
+// one of `click_id` and `customer_key`, and `click_id` on every lead
+// (a first lead with only `customer_key` finds no customer; browser
+// mode requires `click_id`). A browser-mode lead on a program whose
+// `lead_auth` is `server_required` is stored provisional and answers
+// `provisional: true`; it settles on a server lead or a qualifying
+// payment. A test-mode call with a key and another program's
+// `program_id` answers 403. Errors use the platform envelope without
+// a code.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/track/lead (the `TrackLead` operationId).
+func (c *Client) TrackLeadWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTrackLeadRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TrackLead Record a lead (a customer's signup)
+//
+// Server mode (a valid program key, from the brand's backend) or
+// browser mode (no `Authorization` header or an empty token, from the
+// tracker's `lead()`/`signup()`), 30 a minute per IP. Send at least
+// one of `click_id` and `customer_key`, and `click_id` on every lead
+// (a first lead with only `customer_key` finds no customer; browser
+// mode requires `click_id`). A browser-mode lead on a program whose
+// `lead_auth` is `server_required` is stored provisional and answers
+// `provisional: true`; it settles on a server lead or a qualifying
+// payment. A test-mode call with a key and another program's
+// `program_id` answers 403. Errors use the platform envelope without
+// a code.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/track/lead (the `TrackLead` operationId).
+func (c *Client) TrackLead(ctx context.Context, body TrackLeadJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTrackLeadRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TrackRefundWithBody Report a refund or chargeback of a recorded sale
+//
+// Reverses (full refund) or reduces (partial refund) the commission of
+// a sale of the key's program, and deducts the share from the
+// partner's balance when it was already credited, before answering.
+// Send each partial refund with its own amount and `refund_id`;
+// without a `refund_id` a repeated amount is taken for a retry and
+// skipped.
+//
+// The body is the `TrackRefundRequest` schema. The document attaches
+// no schema to it because a call with the program's test key
+// (`aff_test_…`) answers `{"success": true, "test": true}` before
+// reading the body, whatever it holds. Errors, headers, warnings and
+// the rate-limit bucket are as on `trackSale`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/track/refund (the `TrackRefund` operationId).
+func (c *Client) TrackRefundWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTrackRefundRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TrackRefund Report a refund or chargeback of a recorded sale
+//
+// Reverses (full refund) or reduces (partial refund) the commission of
+// a sale of the key's program, and deducts the share from the
+// partner's balance when it was already credited, before answering.
+// Send each partial refund with its own amount and `refund_id`;
+// without a `refund_id` a repeated amount is taken for a retry and
+// skipped.
+//
+// The body is the `TrackRefundRequest` schema. The document attaches
+// no schema to it because a call with the program's test key
+// (`aff_test_…`) answers `{"success": true, "test": true}` before
+// reading the body, whatever it holds. Errors, headers, warnings and
+// the rate-limit bucket are as on `trackSale`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/track/refund (the `TrackRefund` operationId).
+func (c *Client) TrackRefund(ctx context.Context, body TrackRefundJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTrackRefundRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TrackSaleWithBody Report a sale from the brand's backend
+//
+// Records a sale of an attributed customer and creates its commission
+// in one transaction before answering. The brand's backend calls it
+// with the program key; never a browser. Send `customer_key` or
+// `click_id` (the one used at lead time). `transaction_id` (unique
+// across all programs: a repeat answers 409 with the stored sale's id)
+// and `amount_cents` are required for a real sale; a test call
+// (`additional_data.test_mode: true`, or the program's test key
+// `aff_test_…`) may leave both out and records a flagged sale with no
+// commission.
+//
+// Errors use the platform envelope with a stable `error.code`;
+// a retired key, the rate limit and an oversized body answer in the
+// typed envelope. While the key is marked for rotation every answer
+// carries `Deprecation`, `Sunset` and `Link` and a JSON body gains a
+// top-level `warnings` array. Sales and refunds share one bucket of
+// 120 requests a minute per API key.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/track/sale (the `TrackSale` operationId).
+func (c *Client) TrackSaleWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTrackSaleRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TrackSale Report a sale from the brand's backend
+//
+// Records a sale of an attributed customer and creates its commission
+// in one transaction before answering. The brand's backend calls it
+// with the program key; never a browser. Send `customer_key` or
+// `click_id` (the one used at lead time). `transaction_id` (unique
+// across all programs: a repeat answers 409 with the stored sale's id)
+// and `amount_cents` are required for a real sale; a test call
+// (`additional_data.test_mode: true`, or the program's test key
+// `aff_test_…`) may leave both out and records a flagged sale with no
+// commission.
+//
+// Errors use the platform envelope with a stable `error.code`;
+// a retired key, the rate limit and an oversized body answer in the
+// typed envelope. While the key is marked for rotation every answer
+// carries `Deprecation`, `Sunset` and `Link` and a JSON body gains a
+// top-level `warnings` array. Sales and refunds share one bucket of
+// 120 requests a minute per API key.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/track/sale (the `TrackSale` operationId).
+func (c *Client) TrackSale(ctx context.Context, body TrackSaleJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTrackSaleRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PreflightTrackVisit CORS preflight of the browser route
+//
+// Answers a browser's CORS preflight (`Origin` and
+// `Access-Control-Request-Method` sent) with 204, allowing any
+// origin, GET and POST, and the headers `Content-Type`,
+// `Authorization` and `X-Request-ID`, for a day. An OPTIONS request
+// that is not a preflight answers 404.
+//
+// Corresponds with OPTIONS /api/v1/track/visit (the `PreflightTrackVisit` operationId).
+func (c *Client) PreflightTrackVisit(ctx context.Context, params *PreflightTrackVisitParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPreflightTrackVisitRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TrackVisitWithBody Record a page view of a page that carries the tracker
+//
+// Sent by the browser tracker on each page view. Public (120 a minute
+// per IP) and open to any origin. `program_id` is required; a
+// `click_id` that is not one of the service's clicks is dropped.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/track/visit (the `TrackVisit` operationId).
+func (c *Client) TrackVisitWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTrackVisitRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TrackVisit Record a page view of a page that carries the tracker
+//
+// Sent by the browser tracker on each page view. Public (120 a minute
+// per IP) and open to any origin. `program_id` is required; a
+// `click_id` that is not one of the service's clicks is dropped.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/track/visit (the `TrackVisit` operationId).
+func (c *Client) TrackVisit(ctx context.Context, body TrackVisitJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTrackVisitRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReceiveStripeConnectEventWithBody Receive a Stripe Connect event of any connected account
+//
+// Stripe posts the events of every connected account here. The
+// `Stripe-Signature` header is verified with `STRIPE_WEBHOOK_SECRET`
+// (tolerance 5 minutes); a bad or missing signature answers 400 with
+// nothing stored. The event's `account` names the program. The answer
+// is 200 once the raw event is stored (unique by event id); a
+// redelivered event answers 200 with `duplicate: true` and is
+// processed once. Without `STRIPE_WEBHOOK_SECRET` the endpoint does
+// not exist (404). Bodies up to 1 MiB.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/webhooks/stripe (the `ReceiveStripeConnectEvent` operationId).
+func (c *Client) ReceiveStripeConnectEventWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReceiveStripeConnectEventRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReceiveStripeConnectEvent Receive a Stripe Connect event of any connected account
+//
+// Stripe posts the events of every connected account here. The
+// `Stripe-Signature` header is verified with `STRIPE_WEBHOOK_SECRET`
+// (tolerance 5 minutes); a bad or missing signature answers 400 with
+// nothing stored. The event's `account` names the program. The answer
+// is 200 once the raw event is stored (unique by event id); a
+// redelivered event answers 200 with `duplicate: true` and is
+// processed once. Without `STRIPE_WEBHOOK_SECRET` the endpoint does
+// not exist (404). Bodies up to 1 MiB.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/webhooks/stripe (the `ReceiveStripeConnectEvent` operationId).
+func (c *Client) ReceiveStripeConnectEvent(ctx context.Context, body ReceiveStripeConnectEventJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReceiveStripeConnectEventRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // CliLoginPage The CLI login page
 //
 // The page `auth_url` opens: it shows the login's user code, runs the provider's sign-in in the browser and posts the `state` and `id_token` to the callback. Rate limited to 60 a minute per IP.
@@ -3339,11 +5565,101 @@ func (c *Client) GetAPIReference(ctx context.Context, reqEditors ...RequestEdito
 	return c.Client.Do(req)
 }
 
+// GetBrandTrackerScript The browser tracker under the reference snippet's path
+//
+// The same script as `/tracker.js`, for pages written for the
+// reference snippet (`{base_url}/js/<brand>-tracker.js` with
+// `data-<brand>-program-id`). The path follows `BRAND_PREFIX`:
+// `/js/<BRAND_PREFIX>-tracker.js`, here with the default prefix
+// `svc`.
+//
+// Corresponds with GET /js/svc-tracker.js (the `GetBrandTrackerScript` operationId).
+func (c *Client) GetBrandTrackerScript(ctx context.Context, params *GetBrandTrackerScriptParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetBrandTrackerScriptRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetOpenAPI This document, as JSON
 //
 // Corresponds with GET /openapi.json (the `GetOpenAPI` operationId).
 func (c *Client) GetOpenAPI(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetOpenAPIRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetTrackerScript The browser tracker script
+//
+// The script a landing page includes
+// (`<script src="{base_url}/tracker.js" data-program-id="ID" defer></script>`):
+// it posts the click for `aff`/`via` links, keeps the click id in the
+// first-party cookie, sends visits, writes the click id into payment
+// links, buy buttons and pricing tables, and exposes `lead()` (alias
+// `signup()`). Cached for a day with an `ETag`; a matching
+// `If-None-Match` answers 304.
+//
+// Corresponds with GET /tracker.js (the `GetTrackerScript` operationId).
+func (c *Client) GetTrackerScript(ctx context.Context, params *GetTrackerScriptParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetTrackerScriptRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReceiveBrandStripeEventWithBody Receive a Stripe event from a webhook the brand added itself
+//
+// For brands that add the processor webhook on their own Stripe
+// account (the path the reference CLI registers). Verified with the
+// program's `stripe_webhook_secret` (a settings field); the events
+// belong to that program. Otherwise as
+// `POST /api/v1/webhooks/stripe`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /webhooks/stripe/{programId} (the `ReceiveBrandStripeEvent` operationId).
+func (c *Client) ReceiveBrandStripeEventWithBody(ctx context.Context, programId int, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReceiveBrandStripeEventRequestWithBody(c.Server, programId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReceiveBrandStripeEvent Receive a Stripe event from a webhook the brand added itself
+//
+// For brands that add the processor webhook on their own Stripe
+// account (the path the reference CLI registers). Verified with the
+// program's `stripe_webhook_secret` (a settings field); the events
+// belong to that program. Otherwise as
+// `POST /api/v1/webhooks/stripe`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /webhooks/stripe/{programId} (the `ReceiveBrandStripeEvent` operationId).
+func (c *Client) ReceiveBrandStripeEvent(ctx context.Context, programId int, body ReceiveBrandStripeEventJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReceiveBrandStripeEventRequest(c.Server, programId, body)
 	if err != nil {
 		return nil, err
 	}
@@ -4600,6 +6916,552 @@ func NewCliTestEventRequestWithBody(server string, contentType string, body io.R
 	return req, nil
 }
 
+// NewPreflightTrackClickRequest constructs an http.Request for the PreflightTrackClick method
+func NewPreflightTrackClickRequest(server string, params *PreflightTrackClickParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/track/click")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodOptions, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.Origin != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Origin", *params.Origin, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Origin", headerParam0)
+		}
+
+		if params.AccessControlRequestMethod != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Access-Control-Request-Method", *params.AccessControlRequestMethod, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Access-Control-Request-Method", headerParam1)
+		}
+
+		if params.AccessControlRequestHeaders != nil {
+			var headerParam2 string
+
+			headerParam2, err = runtime.StyleParamWithOptions("simple", false, "Access-Control-Request-Headers", *params.AccessControlRequestHeaders, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Access-Control-Request-Headers", headerParam2)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewTrackClickRequest calls the generic TrackClick builder with application/json body
+func NewTrackClickRequest(server string, body TrackClickJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewTrackClickRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewTrackClickRequestWithBody constructs an http.Request for the TrackClick method, with any body, and a specified content type
+func NewTrackClickRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/track/click")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewGetTrackerConfigRequest constructs an http.Request for the GetTrackerConfig method
+func NewGetTrackerConfigRequest(server string, params *GetTrackerConfigParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/track/config")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "program_id", params.ProgramId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPreflightTrackerConfigRequest constructs an http.Request for the PreflightTrackerConfig method
+func NewPreflightTrackerConfigRequest(server string, params *PreflightTrackerConfigParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/track/config")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodOptions, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.Origin != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Origin", *params.Origin, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Origin", headerParam0)
+		}
+
+		if params.AccessControlRequestMethod != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Access-Control-Request-Method", *params.AccessControlRequestMethod, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Access-Control-Request-Method", headerParam1)
+		}
+
+		if params.AccessControlRequestHeaders != nil {
+			var headerParam2 string
+
+			headerParam2, err = runtime.StyleParamWithOptions("simple", false, "Access-Control-Request-Headers", *params.AccessControlRequestHeaders, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Access-Control-Request-Headers", headerParam2)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewPreflightTrackLeadRequest constructs an http.Request for the PreflightTrackLead method
+func NewPreflightTrackLeadRequest(server string, params *PreflightTrackLeadParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/track/lead")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodOptions, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.Origin != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Origin", *params.Origin, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Origin", headerParam0)
+		}
+
+		if params.AccessControlRequestMethod != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Access-Control-Request-Method", *params.AccessControlRequestMethod, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Access-Control-Request-Method", headerParam1)
+		}
+
+		if params.AccessControlRequestHeaders != nil {
+			var headerParam2 string
+
+			headerParam2, err = runtime.StyleParamWithOptions("simple", false, "Access-Control-Request-Headers", *params.AccessControlRequestHeaders, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Access-Control-Request-Headers", headerParam2)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewTrackLeadRequest calls the generic TrackLead builder with application/json body
+func NewTrackLeadRequest(server string, body TrackLeadJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewTrackLeadRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewTrackLeadRequestWithBody constructs an http.Request for the TrackLead method, with any body, and a specified content type
+func NewTrackLeadRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/track/lead")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewTrackRefundRequest calls the generic TrackRefund builder with application/json body
+func NewTrackRefundRequest(server string, body TrackRefundJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewTrackRefundRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewTrackRefundRequestWithBody constructs an http.Request for the TrackRefund method, with any body, and a specified content type
+func NewTrackRefundRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/track/refund")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewTrackSaleRequest calls the generic TrackSale builder with application/json body
+func NewTrackSaleRequest(server string, body TrackSaleJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewTrackSaleRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewTrackSaleRequestWithBody constructs an http.Request for the TrackSale method, with any body, and a specified content type
+func NewTrackSaleRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/track/sale")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewPreflightTrackVisitRequest constructs an http.Request for the PreflightTrackVisit method
+func NewPreflightTrackVisitRequest(server string, params *PreflightTrackVisitParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/track/visit")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodOptions, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.Origin != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Origin", *params.Origin, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Origin", headerParam0)
+		}
+
+		if params.AccessControlRequestMethod != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Access-Control-Request-Method", *params.AccessControlRequestMethod, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Access-Control-Request-Method", headerParam1)
+		}
+
+		if params.AccessControlRequestHeaders != nil {
+			var headerParam2 string
+
+			headerParam2, err = runtime.StyleParamWithOptions("simple", false, "Access-Control-Request-Headers", *params.AccessControlRequestHeaders, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Access-Control-Request-Headers", headerParam2)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewTrackVisitRequest calls the generic TrackVisit builder with application/json body
+func NewTrackVisitRequest(server string, body TrackVisitJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewTrackVisitRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewTrackVisitRequestWithBody constructs an http.Request for the TrackVisit method, with any body, and a specified content type
+func NewTrackVisitRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/track/visit")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewReceiveStripeConnectEventRequest calls the generic ReceiveStripeConnectEvent builder with application/json body
+func NewReceiveStripeConnectEventRequest(server string, body ReceiveStripeConnectEventJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewReceiveStripeConnectEventRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewReceiveStripeConnectEventRequestWithBody constructs an http.Request for the ReceiveStripeConnectEvent method, with any body, and a specified content type
+func NewReceiveStripeConnectEventRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/webhooks/stripe")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewCliLoginPageRequest constructs an http.Request for the CliLoginPage method
 func NewCliLoginPageRequest(server string, params *CliLoginPageParams) (*http.Request, error) {
 	var err error
@@ -4681,6 +7543,48 @@ func NewGetAPIReferenceRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewGetBrandTrackerScriptRequest constructs an http.Request for the GetBrandTrackerScript method
+func NewGetBrandTrackerScriptRequest(server string, params *GetBrandTrackerScriptParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/js/svc-tracker.js")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewGetOpenAPIRequest constructs an http.Request for the GetOpenAPI method
 func NewGetOpenAPIRequest(server string) (*http.Request, error) {
 	var err error
@@ -4704,6 +7608,95 @@ func NewGetOpenAPIRequest(server string) (*http.Request, error) {
 	if err != nil {
 		return nil, err
 	}
+
+	return req, nil
+}
+
+// NewGetTrackerScriptRequest constructs an http.Request for the GetTrackerScript method
+func NewGetTrackerScriptRequest(server string, params *GetTrackerScriptParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/tracker.js")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewReceiveBrandStripeEventRequest calls the generic ReceiveBrandStripeEvent builder with application/json body
+func NewReceiveBrandStripeEventRequest(server string, programId int, body ReceiveBrandStripeEventJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewReceiveBrandStripeEventRequestWithBody(server, programId, "application/json", bodyReader)
+}
+
+// NewReceiveBrandStripeEventRequestWithBody constructs an http.Request for the ReceiveBrandStripeEvent method, with any body, and a specified content type
+func NewReceiveBrandStripeEventRequestWithBody(server string, programId int, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "programId", programId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/webhooks/stripe/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -5170,6 +8163,283 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/v1/cli/test-event (the `CliTestEvent` operationId).
 	CliTestEventWithResponse(ctx context.Context, body CliTestEventJSONRequestBody, reqEditors ...RequestEditorFn) (*CliTestEventResponse, error)
 
+	// PreflightTrackClickWithResponse CORS preflight of the browser route
+	//
+	// Answers a browser's CORS preflight (`Origin` and
+	// `Access-Control-Request-Method` sent) with 204, allowing any
+	// origin, GET and POST, and the headers `Content-Type`,
+	// `Authorization` and `X-Request-ID`, for a day. An OPTIONS request
+	// that is not a preflight answers 404.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with OPTIONS /api/v1/track/click (the `PreflightTrackClick` operationId).
+	PreflightTrackClickWithResponse(ctx context.Context, params *PreflightTrackClickParams, reqEditors ...RequestEditorFn) (*PreflightTrackClickResponse, error)
+
+	// TrackClickWithBodyWithResponse Record a click on a partner's referral link
+	//
+	// Called by the browser tracker on a landing page opened from a
+	// partner's link (`aff` or `via` in the page URL): resolves the link,
+	// records the click and returns the `click_id` the tracker stores in
+	// the first-party cookie `svc_click_id`. Public (60 a minute per IP)
+	// and open to any origin. A program key is optional: with one, the
+	// test-mode checks of the key apply; a token that matches no program
+	// answers 401. A test click (`additional_data.test_mode`, or the test
+	// key) answers the test shape and is flagged. A disabled link answers
+	// 410 `link_disabled` and records nothing.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/track/click (the `TrackClick` operationId).
+	TrackClickWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TrackClickResponse, error)
+
+	// TrackClickWithResponse Record a click on a partner's referral link
+	//
+	// Called by the browser tracker on a landing page opened from a
+	// partner's link (`aff` or `via` in the page URL): resolves the link,
+	// records the click and returns the `click_id` the tracker stores in
+	// the first-party cookie `svc_click_id`. Public (60 a minute per IP)
+	// and open to any origin. A program key is optional: with one, the
+	// test-mode checks of the key apply; a token that matches no program
+	// answers 401. A test click (`additional_data.test_mode`, or the test
+	// key) answers the test shape and is flagged. A disabled link answers
+	// 410 `link_disabled` and records nothing.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/track/click (the `TrackClick` operationId).
+	TrackClickWithResponse(ctx context.Context, body TrackClickJSONRequestBody, reqEditors ...RequestEditorFn) (*TrackClickResponse, error)
+
+	// GetTrackerConfigWithResponse What the browser tracker needs to know about a program
+	//
+	// The program's cookie lifetime, lead policy, referral parameters,
+	// cookie name and endpoints. Public (60 a minute per IP), open to any
+	// origin, cacheable for 5 minutes.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/track/config (the `GetTrackerConfig` operationId).
+	GetTrackerConfigWithResponse(ctx context.Context, params *GetTrackerConfigParams, reqEditors ...RequestEditorFn) (*GetTrackerConfigResponse, error)
+
+	// PreflightTrackerConfigWithResponse CORS preflight of the browser route
+	//
+	// Answers a browser's CORS preflight (`Origin` and
+	// `Access-Control-Request-Method` sent) with 204, allowing any
+	// origin, GET and POST, and the headers `Content-Type`,
+	// `Authorization` and `X-Request-ID`, for a day. An OPTIONS request
+	// that is not a preflight answers 404.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with OPTIONS /api/v1/track/config (the `PreflightTrackerConfig` operationId).
+	PreflightTrackerConfigWithResponse(ctx context.Context, params *PreflightTrackerConfigParams, reqEditors ...RequestEditorFn) (*PreflightTrackerConfigResponse, error)
+
+	// PreflightTrackLeadWithResponse CORS preflight of the browser route
+	//
+	// Answers a browser's CORS preflight (`Origin` and
+	// `Access-Control-Request-Method` sent) with 204, allowing any
+	// origin, GET and POST, and the headers `Content-Type`,
+	// `Authorization` and `X-Request-ID`, for a day. An OPTIONS request
+	// that is not a preflight answers 404.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with OPTIONS /api/v1/track/lead (the `PreflightTrackLead` operationId).
+	PreflightTrackLeadWithResponse(ctx context.Context, params *PreflightTrackLeadParams, reqEditors ...RequestEditorFn) (*PreflightTrackLeadResponse, error)
+
+	// TrackLeadWithBodyWithResponse Record a lead (a customer's signup)
+	//
+	// Server mode (a valid program key, from the brand's backend) or
+	// browser mode (no `Authorization` header or an empty token, from the
+	// tracker's `lead()`/`signup()`), 30 a minute per IP. Send at least
+	// one of `click_id` and `customer_key`, and `click_id` on every lead
+	// (a first lead with only `customer_key` finds no customer; browser
+	// mode requires `click_id`). A browser-mode lead on a program whose
+	// `lead_auth` is `server_required` is stored provisional and answers
+	// `provisional: true`; it settles on a server lead or a qualifying
+	// payment. A test-mode call with a key and another program's
+	// `program_id` answers 403. Errors use the platform envelope without
+	// a code.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/track/lead (the `TrackLead` operationId).
+	TrackLeadWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TrackLeadResponse, error)
+
+	// TrackLeadWithResponse Record a lead (a customer's signup)
+	//
+	// Server mode (a valid program key, from the brand's backend) or
+	// browser mode (no `Authorization` header or an empty token, from the
+	// tracker's `lead()`/`signup()`), 30 a minute per IP. Send at least
+	// one of `click_id` and `customer_key`, and `click_id` on every lead
+	// (a first lead with only `customer_key` finds no customer; browser
+	// mode requires `click_id`). A browser-mode lead on a program whose
+	// `lead_auth` is `server_required` is stored provisional and answers
+	// `provisional: true`; it settles on a server lead or a qualifying
+	// payment. A test-mode call with a key and another program's
+	// `program_id` answers 403. Errors use the platform envelope without
+	// a code.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/track/lead (the `TrackLead` operationId).
+	TrackLeadWithResponse(ctx context.Context, body TrackLeadJSONRequestBody, reqEditors ...RequestEditorFn) (*TrackLeadResponse, error)
+
+	// TrackRefundWithBodyWithResponse Report a refund or chargeback of a recorded sale
+	//
+	// Reverses (full refund) or reduces (partial refund) the commission of
+	// a sale of the key's program, and deducts the share from the
+	// partner's balance when it was already credited, before answering.
+	// Send each partial refund with its own amount and `refund_id`;
+	// without a `refund_id` a repeated amount is taken for a retry and
+	// skipped.
+	//
+	// The body is the `TrackRefundRequest` schema. The document attaches
+	// no schema to it because a call with the program's test key
+	// (`aff_test_…`) answers `{"success": true, "test": true}` before
+	// reading the body, whatever it holds. Errors, headers, warnings and
+	// the rate-limit bucket are as on `trackSale`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/track/refund (the `TrackRefund` operationId).
+	TrackRefundWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TrackRefundResponse, error)
+
+	// TrackRefundWithResponse Report a refund or chargeback of a recorded sale
+	//
+	// Reverses (full refund) or reduces (partial refund) the commission of
+	// a sale of the key's program, and deducts the share from the
+	// partner's balance when it was already credited, before answering.
+	// Send each partial refund with its own amount and `refund_id`;
+	// without a `refund_id` a repeated amount is taken for a retry and
+	// skipped.
+	//
+	// The body is the `TrackRefundRequest` schema. The document attaches
+	// no schema to it because a call with the program's test key
+	// (`aff_test_…`) answers `{"success": true, "test": true}` before
+	// reading the body, whatever it holds. Errors, headers, warnings and
+	// the rate-limit bucket are as on `trackSale`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/track/refund (the `TrackRefund` operationId).
+	TrackRefundWithResponse(ctx context.Context, body TrackRefundJSONRequestBody, reqEditors ...RequestEditorFn) (*TrackRefundResponse, error)
+
+	// TrackSaleWithBodyWithResponse Report a sale from the brand's backend
+	//
+	// Records a sale of an attributed customer and creates its commission
+	// in one transaction before answering. The brand's backend calls it
+	// with the program key; never a browser. Send `customer_key` or
+	// `click_id` (the one used at lead time). `transaction_id` (unique
+	// across all programs: a repeat answers 409 with the stored sale's id)
+	// and `amount_cents` are required for a real sale; a test call
+	// (`additional_data.test_mode: true`, or the program's test key
+	// `aff_test_…`) may leave both out and records a flagged sale with no
+	// commission.
+	//
+	// Errors use the platform envelope with a stable `error.code`;
+	// a retired key, the rate limit and an oversized body answer in the
+	// typed envelope. While the key is marked for rotation every answer
+	// carries `Deprecation`, `Sunset` and `Link` and a JSON body gains a
+	// top-level `warnings` array. Sales and refunds share one bucket of
+	// 120 requests a minute per API key.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/track/sale (the `TrackSale` operationId).
+	TrackSaleWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TrackSaleResponse, error)
+
+	// TrackSaleWithResponse Report a sale from the brand's backend
+	//
+	// Records a sale of an attributed customer and creates its commission
+	// in one transaction before answering. The brand's backend calls it
+	// with the program key; never a browser. Send `customer_key` or
+	// `click_id` (the one used at lead time). `transaction_id` (unique
+	// across all programs: a repeat answers 409 with the stored sale's id)
+	// and `amount_cents` are required for a real sale; a test call
+	// (`additional_data.test_mode: true`, or the program's test key
+	// `aff_test_…`) may leave both out and records a flagged sale with no
+	// commission.
+	//
+	// Errors use the platform envelope with a stable `error.code`;
+	// a retired key, the rate limit and an oversized body answer in the
+	// typed envelope. While the key is marked for rotation every answer
+	// carries `Deprecation`, `Sunset` and `Link` and a JSON body gains a
+	// top-level `warnings` array. Sales and refunds share one bucket of
+	// 120 requests a minute per API key.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/track/sale (the `TrackSale` operationId).
+	TrackSaleWithResponse(ctx context.Context, body TrackSaleJSONRequestBody, reqEditors ...RequestEditorFn) (*TrackSaleResponse, error)
+
+	// PreflightTrackVisitWithResponse CORS preflight of the browser route
+	//
+	// Answers a browser's CORS preflight (`Origin` and
+	// `Access-Control-Request-Method` sent) with 204, allowing any
+	// origin, GET and POST, and the headers `Content-Type`,
+	// `Authorization` and `X-Request-ID`, for a day. An OPTIONS request
+	// that is not a preflight answers 404.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with OPTIONS /api/v1/track/visit (the `PreflightTrackVisit` operationId).
+	PreflightTrackVisitWithResponse(ctx context.Context, params *PreflightTrackVisitParams, reqEditors ...RequestEditorFn) (*PreflightTrackVisitResponse, error)
+
+	// TrackVisitWithBodyWithResponse Record a page view of a page that carries the tracker
+	//
+	// Sent by the browser tracker on each page view. Public (120 a minute
+	// per IP) and open to any origin. `program_id` is required; a
+	// `click_id` that is not one of the service's clicks is dropped.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/track/visit (the `TrackVisit` operationId).
+	TrackVisitWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TrackVisitResponse, error)
+
+	// TrackVisitWithResponse Record a page view of a page that carries the tracker
+	//
+	// Sent by the browser tracker on each page view. Public (120 a minute
+	// per IP) and open to any origin. `program_id` is required; a
+	// `click_id` that is not one of the service's clicks is dropped.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/track/visit (the `TrackVisit` operationId).
+	TrackVisitWithResponse(ctx context.Context, body TrackVisitJSONRequestBody, reqEditors ...RequestEditorFn) (*TrackVisitResponse, error)
+
+	// ReceiveStripeConnectEventWithBodyWithResponse Receive a Stripe Connect event of any connected account
+	//
+	// Stripe posts the events of every connected account here. The
+	// `Stripe-Signature` header is verified with `STRIPE_WEBHOOK_SECRET`
+	// (tolerance 5 minutes); a bad or missing signature answers 400 with
+	// nothing stored. The event's `account` names the program. The answer
+	// is 200 once the raw event is stored (unique by event id); a
+	// redelivered event answers 200 with `duplicate: true` and is
+	// processed once. Without `STRIPE_WEBHOOK_SECRET` the endpoint does
+	// not exist (404). Bodies up to 1 MiB.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/webhooks/stripe (the `ReceiveStripeConnectEvent` operationId).
+	ReceiveStripeConnectEventWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReceiveStripeConnectEventResponse, error)
+
+	// ReceiveStripeConnectEventWithResponse Receive a Stripe Connect event of any connected account
+	//
+	// Stripe posts the events of every connected account here. The
+	// `Stripe-Signature` header is verified with `STRIPE_WEBHOOK_SECRET`
+	// (tolerance 5 minutes); a bad or missing signature answers 400 with
+	// nothing stored. The event's `account` names the program. The answer
+	// is 200 once the raw event is stored (unique by event id); a
+	// redelivered event answers 200 with `duplicate: true` and is
+	// processed once. Without `STRIPE_WEBHOOK_SECRET` the endpoint does
+	// not exist (404). Bodies up to 1 MiB.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/webhooks/stripe (the `ReceiveStripeConnectEvent` operationId).
+	ReceiveStripeConnectEventWithResponse(ctx context.Context, body ReceiveStripeConnectEventJSONRequestBody, reqEditors ...RequestEditorFn) (*ReceiveStripeConnectEventResponse, error)
+
 	// CliLoginPageWithResponse The CLI login page
 	//
 	// The page `auth_url` opens: it shows the login's user code, runs the provider's sign-in in the browser and posts the `state` and `id_token` to the callback. Rate limited to 60 a minute per IP.
@@ -5186,12 +8456,66 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /docs/api (the `GetAPIReference` operationId).
 	GetAPIReferenceWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetAPIReferenceResponse, error)
 
+	// GetBrandTrackerScriptWithResponse The browser tracker under the reference snippet's path
+	//
+	// The same script as `/tracker.js`, for pages written for the
+	// reference snippet (`{base_url}/js/<brand>-tracker.js` with
+	// `data-<brand>-program-id`). The path follows `BRAND_PREFIX`:
+	// `/js/<BRAND_PREFIX>-tracker.js`, here with the default prefix
+	// `svc`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /js/svc-tracker.js (the `GetBrandTrackerScript` operationId).
+	GetBrandTrackerScriptWithResponse(ctx context.Context, params *GetBrandTrackerScriptParams, reqEditors ...RequestEditorFn) (*GetBrandTrackerScriptResponse, error)
+
 	// GetOpenAPIWithResponse This document, as JSON
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /openapi.json (the `GetOpenAPI` operationId).
 	GetOpenAPIWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetOpenAPIResponse, error)
+
+	// GetTrackerScriptWithResponse The browser tracker script
+	//
+	// The script a landing page includes
+	// (`<script src="{base_url}/tracker.js" data-program-id="ID" defer></script>`):
+	// it posts the click for `aff`/`via` links, keeps the click id in the
+	// first-party cookie, sends visits, writes the click id into payment
+	// links, buy buttons and pricing tables, and exposes `lead()` (alias
+	// `signup()`). Cached for a day with an `ETag`; a matching
+	// `If-None-Match` answers 304.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /tracker.js (the `GetTrackerScript` operationId).
+	GetTrackerScriptWithResponse(ctx context.Context, params *GetTrackerScriptParams, reqEditors ...RequestEditorFn) (*GetTrackerScriptResponse, error)
+
+	// ReceiveBrandStripeEventWithBodyWithResponse Receive a Stripe event from a webhook the brand added itself
+	//
+	// For brands that add the processor webhook on their own Stripe
+	// account (the path the reference CLI registers). Verified with the
+	// program's `stripe_webhook_secret` (a settings field); the events
+	// belong to that program. Otherwise as
+	// `POST /api/v1/webhooks/stripe`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /webhooks/stripe/{programId} (the `ReceiveBrandStripeEvent` operationId).
+	ReceiveBrandStripeEventWithBodyWithResponse(ctx context.Context, programId int, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReceiveBrandStripeEventResponse, error)
+
+	// ReceiveBrandStripeEventWithResponse Receive a Stripe event from a webhook the brand added itself
+	//
+	// For brands that add the processor webhook on their own Stripe
+	// account (the path the reference CLI registers). Verified with the
+	// program's `stripe_webhook_secret` (a settings field); the events
+	// belong to that program. Otherwise as
+	// `POST /api/v1/webhooks/stripe`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /webhooks/stripe/{programId} (the `ReceiveBrandStripeEvent` operationId).
+	ReceiveBrandStripeEventWithResponse(ctx context.Context, programId int, body ReceiveBrandStripeEventJSONRequestBody, reqEditors ...RequestEditorFn) (*ReceiveBrandStripeEventResponse, error)
 }
 
 type CreateAgentKeyResponse struct {
@@ -8083,6 +11407,1464 @@ func (r CliTestEventResponse) ContentType() string {
 	return ""
 }
 
+// PreflightTrackClickResponse204Headers the declared response headers of an HTTP 204 response for PreflightTrackClick
+type PreflightTrackClickResponse204Headers struct {
+	AccessControlAllowHeaders *string
+	AccessControlAllowMethods string
+	AccessControlAllowOrigin  string
+	AccessControlMaxAge       *int
+	XRequestID                string
+}
+
+// PreflightTrackClickResponse404Headers the declared response headers of an HTTP 404 response for PreflightTrackClick
+type PreflightTrackClickResponse404Headers struct {
+	XRequestID string
+}
+
+type PreflightTrackClickResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *PlatformError
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *PlatformError
+	// Headers204 the parsed response headers for an HTTP 204 response
+	Headers204 *PreflightTrackClickResponse204Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *PreflightTrackClickResponse404Headers
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PreflightTrackClickResponse) GetJSON404() *PlatformError {
+	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r PreflightTrackClickResponse) GetJSON408() *PlatformError {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PreflightTrackClickResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r PreflightTrackClickResponse) GetJSON431() *PlatformError {
+	return r.JSON431
+}
+
+// GetBody returns the raw response body bytes
+func (r PreflightTrackClickResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PreflightTrackClickResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PreflightTrackClickResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PreflightTrackClickResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// TrackClickResponse200Headers the declared response headers of an HTTP 200 response for TrackClick
+type TrackClickResponse200Headers struct {
+	AccessControlAllowOrigin *string
+	Deprecation              *string
+	Link                     *string
+	Sunset                   *string
+	XRateLimitLimit          int
+	XRateLimitRemaining      int
+	XRateLimitReset          int
+	XRequestID               string
+}
+
+// TrackClickResponse400Headers the declared response headers of an HTTP 400 response for TrackClick
+type TrackClickResponse400Headers struct {
+	AccessControlAllowOrigin *string
+	Deprecation              *string
+	Link                     *string
+	Sunset                   *string
+	XRateLimitLimit          *int
+	XRateLimitRemaining      *int
+	XRateLimitReset          *int
+	XRequestID               string
+}
+
+// TrackClickResponse401Headers the declared response headers of an HTTP 401 response for TrackClick
+type TrackClickResponse401Headers struct {
+	AccessControlAllowOrigin *string
+	Deprecation              *string
+	Link                     *string
+	Sunset                   *string
+	XRateLimitLimit          int
+	XRateLimitRemaining      int
+	XRateLimitReset          int
+	XRequestID               string
+}
+
+// TrackClickResponse403Headers the declared response headers of an HTTP 403 response for TrackClick
+type TrackClickResponse403Headers struct {
+	AccessControlAllowOrigin *string
+	Deprecation              *string
+	Link                     *string
+	Sunset                   *string
+	XRateLimitLimit          int
+	XRateLimitRemaining      int
+	XRateLimitReset          int
+	XRequestID               string
+}
+
+// TrackClickResponse410Headers the declared response headers of an HTTP 410 response for TrackClick
+type TrackClickResponse410Headers struct {
+	AccessControlAllowOrigin *string
+	Deprecation              *string
+	Link                     *string
+	Sunset                   *string
+	XRateLimitLimit          int
+	XRateLimitRemaining      int
+	XRateLimitReset          int
+	XRequestID               string
+}
+
+// TrackClickResponse429Headers the declared response headers of an HTTP 429 response for TrackClick
+type TrackClickResponse429Headers struct {
+	RetryAfter          *int
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// TrackClickResponse500Headers the declared response headers of an HTTP 500 response for TrackClick
+type TrackClickResponse500Headers struct {
+	AccessControlAllowOrigin *string
+	Deprecation              *string
+	Link                     *string
+	Sunset                   *string
+	XRateLimitLimit          *int
+	XRateLimitRemaining      *int
+	XRateLimitReset          *int
+	XRequestID               string
+}
+
+type TrackClickResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *TrackClickSuccess
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *TrackKeyedError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *TrackClick401JSONResponseBody
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *TrackForbiddenError
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *PlatformError
+	// JSON410 the response for an HTTP 410 `application/json` response
+	JSON410 *TrackLinkDisabledError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *PlatformError
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *TrackKeyedError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *TrackClickResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *TrackClickResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *TrackClickResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *TrackClickResponse403Headers
+	// Headers410 the parsed response headers for an HTTP 410 response
+	Headers410 *TrackClickResponse410Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *TrackClickResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *TrackClickResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r TrackClickResponse) GetJSON200() *TrackClickSuccess {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r TrackClickResponse) GetJSON400() *TrackKeyedError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r TrackClickResponse) GetJSON401() *TrackClick401JSONResponseBody {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r TrackClickResponse) GetJSON403() *TrackForbiddenError {
+	return r.JSON403
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r TrackClickResponse) GetJSON408() *PlatformError {
+	return r.JSON408
+}
+
+// GetJSON410 returns the response for an HTTP 410 `application/json` response
+func (r TrackClickResponse) GetJSON410() *TrackLinkDisabledError {
+	return r.JSON410
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r TrackClickResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r TrackClickResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r TrackClickResponse) GetJSON431() *PlatformError {
+	return r.JSON431
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r TrackClickResponse) GetJSON500() *TrackKeyedError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r TrackClickResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r TrackClickResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r TrackClickResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r TrackClickResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetTrackerConfigResponse200Headers the declared response headers of an HTTP 200 response for GetTrackerConfig
+type GetTrackerConfigResponse200Headers struct {
+	AccessControlAllowOrigin *string
+	CacheControl             string
+	XRateLimitLimit          int
+	XRateLimitRemaining      int
+	XRateLimitReset          int
+	XRequestID               string
+}
+
+// GetTrackerConfigResponse400Headers the declared response headers of an HTTP 400 response for GetTrackerConfig
+type GetTrackerConfigResponse400Headers struct {
+	AccessControlAllowOrigin *string
+	Deprecation              *string
+	Link                     *string
+	Sunset                   *string
+	XRateLimitLimit          *int
+	XRateLimitRemaining      *int
+	XRateLimitReset          *int
+	XRequestID               string
+}
+
+// GetTrackerConfigResponse429Headers the declared response headers of an HTTP 429 response for GetTrackerConfig
+type GetTrackerConfigResponse429Headers struct {
+	RetryAfter          *int
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// GetTrackerConfigResponse500Headers the declared response headers of an HTTP 500 response for GetTrackerConfig
+type GetTrackerConfigResponse500Headers struct {
+	AccessControlAllowOrigin *string
+	Deprecation              *string
+	Link                     *string
+	Sunset                   *string
+	XRateLimitLimit          *int
+	XRateLimitRemaining      *int
+	XRateLimitReset          *int
+	XRequestID               string
+}
+
+type GetTrackerConfigResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *TrackConfigSuccess
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *PlatformError
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *PlatformError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetTrackerConfigResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *GetTrackerConfigResponse400Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetTrackerConfigResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetTrackerConfigResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetTrackerConfigResponse) GetJSON200() *TrackConfigSuccess {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetTrackerConfigResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r GetTrackerConfigResponse) GetJSON408() *PlatformError {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r GetTrackerConfigResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetTrackerConfigResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r GetTrackerConfigResponse) GetJSON431() *PlatformError {
+	return r.JSON431
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetTrackerConfigResponse) GetJSON500() *PlatformError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetTrackerConfigResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetTrackerConfigResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetTrackerConfigResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetTrackerConfigResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PreflightTrackerConfigResponse204Headers the declared response headers of an HTTP 204 response for PreflightTrackerConfig
+type PreflightTrackerConfigResponse204Headers struct {
+	AccessControlAllowHeaders *string
+	AccessControlAllowMethods string
+	AccessControlAllowOrigin  string
+	AccessControlMaxAge       *int
+	XRequestID                string
+}
+
+// PreflightTrackerConfigResponse404Headers the declared response headers of an HTTP 404 response for PreflightTrackerConfig
+type PreflightTrackerConfigResponse404Headers struct {
+	XRequestID string
+}
+
+type PreflightTrackerConfigResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *PlatformError
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *PlatformError
+	// Headers204 the parsed response headers for an HTTP 204 response
+	Headers204 *PreflightTrackerConfigResponse204Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *PreflightTrackerConfigResponse404Headers
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PreflightTrackerConfigResponse) GetJSON404() *PlatformError {
+	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r PreflightTrackerConfigResponse) GetJSON408() *PlatformError {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PreflightTrackerConfigResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r PreflightTrackerConfigResponse) GetJSON431() *PlatformError {
+	return r.JSON431
+}
+
+// GetBody returns the raw response body bytes
+func (r PreflightTrackerConfigResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PreflightTrackerConfigResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PreflightTrackerConfigResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PreflightTrackerConfigResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PreflightTrackLeadResponse204Headers the declared response headers of an HTTP 204 response for PreflightTrackLead
+type PreflightTrackLeadResponse204Headers struct {
+	AccessControlAllowHeaders *string
+	AccessControlAllowMethods string
+	AccessControlAllowOrigin  string
+	AccessControlMaxAge       *int
+	XRequestID                string
+}
+
+// PreflightTrackLeadResponse404Headers the declared response headers of an HTTP 404 response for PreflightTrackLead
+type PreflightTrackLeadResponse404Headers struct {
+	XRequestID string
+}
+
+type PreflightTrackLeadResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *PlatformError
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *PlatformError
+	// Headers204 the parsed response headers for an HTTP 204 response
+	Headers204 *PreflightTrackLeadResponse204Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *PreflightTrackLeadResponse404Headers
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PreflightTrackLeadResponse) GetJSON404() *PlatformError {
+	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r PreflightTrackLeadResponse) GetJSON408() *PlatformError {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PreflightTrackLeadResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r PreflightTrackLeadResponse) GetJSON431() *PlatformError {
+	return r.JSON431
+}
+
+// GetBody returns the raw response body bytes
+func (r PreflightTrackLeadResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PreflightTrackLeadResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PreflightTrackLeadResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PreflightTrackLeadResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// TrackLeadResponse200Headers the declared response headers of an HTTP 200 response for TrackLead
+type TrackLeadResponse200Headers struct {
+	AccessControlAllowOrigin *string
+	Deprecation              *string
+	Link                     *string
+	Sunset                   *string
+	XRateLimitLimit          int
+	XRateLimitRemaining      int
+	XRateLimitReset          int
+	XRequestID               string
+}
+
+// TrackLeadResponse400Headers the declared response headers of an HTTP 400 response for TrackLead
+type TrackLeadResponse400Headers struct {
+	AccessControlAllowOrigin *string
+	Deprecation              *string
+	Link                     *string
+	Sunset                   *string
+	XRateLimitLimit          *int
+	XRateLimitRemaining      *int
+	XRateLimitReset          *int
+	XRequestID               string
+}
+
+// TrackLeadResponse401Headers the declared response headers of an HTTP 401 response for TrackLead
+type TrackLeadResponse401Headers struct {
+	AccessControlAllowOrigin *string
+	Deprecation              *string
+	Link                     *string
+	Sunset                   *string
+	XRateLimitLimit          int
+	XRateLimitRemaining      int
+	XRateLimitReset          int
+	XRequestID               string
+}
+
+// TrackLeadResponse403Headers the declared response headers of an HTTP 403 response for TrackLead
+type TrackLeadResponse403Headers struct {
+	AccessControlAllowOrigin *string
+	Deprecation              *string
+	Link                     *string
+	Sunset                   *string
+	XRateLimitLimit          int
+	XRateLimitRemaining      int
+	XRateLimitReset          int
+	XRequestID               string
+}
+
+// TrackLeadResponse429Headers the declared response headers of an HTTP 429 response for TrackLead
+type TrackLeadResponse429Headers struct {
+	RetryAfter          *int
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// TrackLeadResponse500Headers the declared response headers of an HTTP 500 response for TrackLead
+type TrackLeadResponse500Headers struct {
+	AccessControlAllowOrigin *string
+	Deprecation              *string
+	Link                     *string
+	Sunset                   *string
+	XRateLimitLimit          *int
+	XRateLimitRemaining      *int
+	XRateLimitReset          *int
+	XRequestID               string
+}
+
+type TrackLeadResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *TrackLeadSuccess
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *TrackKeyedError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *TrackLead401JSONResponseBody
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *TrackForbiddenError
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *PlatformError
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *TrackKeyedError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *TrackLeadResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *TrackLeadResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *TrackLeadResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *TrackLeadResponse403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *TrackLeadResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *TrackLeadResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r TrackLeadResponse) GetJSON200() *TrackLeadSuccess {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r TrackLeadResponse) GetJSON400() *TrackKeyedError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r TrackLeadResponse) GetJSON401() *TrackLead401JSONResponseBody {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r TrackLeadResponse) GetJSON403() *TrackForbiddenError {
+	return r.JSON403
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r TrackLeadResponse) GetJSON408() *PlatformError {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r TrackLeadResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r TrackLeadResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r TrackLeadResponse) GetJSON431() *PlatformError {
+	return r.JSON431
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r TrackLeadResponse) GetJSON500() *TrackKeyedError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r TrackLeadResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r TrackLeadResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r TrackLeadResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r TrackLeadResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// TrackRefundResponse200Headers the declared response headers of an HTTP 200 response for TrackRefund
+type TrackRefundResponse200Headers struct {
+	Deprecation         *string
+	Link                *string
+	Sunset              *string
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int
+	XRequestID          string
+}
+
+// TrackRefundResponse400Headers the declared response headers of an HTTP 400 response for TrackRefund
+type TrackRefundResponse400Headers struct {
+	Deprecation         *string
+	Link                *string
+	Sunset              *string
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          string
+}
+
+// TrackRefundResponse401Headers the declared response headers of an HTTP 401 response for TrackRefund
+type TrackRefundResponse401Headers struct {
+	Deprecation         *string
+	Link                *string
+	Sunset              *string
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int
+	XRequestID          string
+}
+
+// TrackRefundResponse404Headers the declared response headers of an HTTP 404 response for TrackRefund
+type TrackRefundResponse404Headers struct {
+	Deprecation         *string
+	Link                *string
+	Sunset              *string
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int
+	XRequestID          string
+}
+
+// TrackRefundResponse429Headers the declared response headers of an HTTP 429 response for TrackRefund
+type TrackRefundResponse429Headers struct {
+	RetryAfter          *int
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// TrackRefundResponse500Headers the declared response headers of an HTTP 500 response for TrackRefund
+type TrackRefundResponse500Headers struct {
+	Deprecation         *string
+	Link                *string
+	Sunset              *string
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          string
+}
+
+type TrackRefundResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *TrackRefundSuccess
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *TrackKeyedError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *TrackRefund401JSONResponseBody
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *TrackKeyedError
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *PlatformError
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *TrackKeyedError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *TrackRefundResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *TrackRefundResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *TrackRefundResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *TrackRefundResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *TrackRefundResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *TrackRefundResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r TrackRefundResponse) GetJSON200() *TrackRefundSuccess {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r TrackRefundResponse) GetJSON400() *TrackKeyedError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r TrackRefundResponse) GetJSON401() *TrackRefund401JSONResponseBody {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r TrackRefundResponse) GetJSON404() *TrackKeyedError {
+	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r TrackRefundResponse) GetJSON408() *PlatformError {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r TrackRefundResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r TrackRefundResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r TrackRefundResponse) GetJSON431() *PlatformError {
+	return r.JSON431
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r TrackRefundResponse) GetJSON500() *TrackKeyedError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r TrackRefundResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r TrackRefundResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r TrackRefundResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r TrackRefundResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// TrackSaleResponse200Headers the declared response headers of an HTTP 200 response for TrackSale
+type TrackSaleResponse200Headers struct {
+	Deprecation         *string
+	Link                *string
+	Sunset              *string
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int
+	XRequestID          string
+}
+
+// TrackSaleResponse400Headers the declared response headers of an HTTP 400 response for TrackSale
+type TrackSaleResponse400Headers struct {
+	Deprecation         *string
+	Link                *string
+	Sunset              *string
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          string
+}
+
+// TrackSaleResponse401Headers the declared response headers of an HTTP 401 response for TrackSale
+type TrackSaleResponse401Headers struct {
+	Deprecation         *string
+	Link                *string
+	Sunset              *string
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int
+	XRequestID          string
+}
+
+// TrackSaleResponse403Headers the declared response headers of an HTTP 403 response for TrackSale
+type TrackSaleResponse403Headers struct {
+	Deprecation         *string
+	Link                *string
+	Sunset              *string
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int
+	XRequestID          string
+}
+
+// TrackSaleResponse409Headers the declared response headers of an HTTP 409 response for TrackSale
+type TrackSaleResponse409Headers struct {
+	Deprecation         *string
+	Link                *string
+	Sunset              *string
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int
+	XRequestID          string
+}
+
+// TrackSaleResponse422Headers the declared response headers of an HTTP 422 response for TrackSale
+type TrackSaleResponse422Headers struct {
+	Deprecation         *string
+	Link                *string
+	Sunset              *string
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int
+	XRequestID          string
+}
+
+// TrackSaleResponse429Headers the declared response headers of an HTTP 429 response for TrackSale
+type TrackSaleResponse429Headers struct {
+	RetryAfter          *int
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// TrackSaleResponse500Headers the declared response headers of an HTTP 500 response for TrackSale
+type TrackSaleResponse500Headers struct {
+	Deprecation         *string
+	Link                *string
+	Sunset              *string
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          string
+}
+
+type TrackSaleResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *TrackSaleSuccess
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *TrackKeyedError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *TrackSale401JSONResponseBody
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *TrackForbiddenError
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *PlatformError
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *TrackDuplicateSaleError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *TrackKeyedError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *PlatformError
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *TrackKeyedError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *TrackSaleResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *TrackSaleResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *TrackSaleResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *TrackSaleResponse403Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *TrackSaleResponse409Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *TrackSaleResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *TrackSaleResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *TrackSaleResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r TrackSaleResponse) GetJSON200() *TrackSaleSuccess {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r TrackSaleResponse) GetJSON400() *TrackKeyedError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r TrackSaleResponse) GetJSON401() *TrackSale401JSONResponseBody {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r TrackSaleResponse) GetJSON403() *TrackForbiddenError {
+	return r.JSON403
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r TrackSaleResponse) GetJSON408() *PlatformError {
+	return r.JSON408
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r TrackSaleResponse) GetJSON409() *TrackDuplicateSaleError {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r TrackSaleResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r TrackSaleResponse) GetJSON422() *TrackKeyedError {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r TrackSaleResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r TrackSaleResponse) GetJSON431() *PlatformError {
+	return r.JSON431
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r TrackSaleResponse) GetJSON500() *TrackKeyedError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r TrackSaleResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r TrackSaleResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r TrackSaleResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r TrackSaleResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PreflightTrackVisitResponse204Headers the declared response headers of an HTTP 204 response for PreflightTrackVisit
+type PreflightTrackVisitResponse204Headers struct {
+	AccessControlAllowHeaders *string
+	AccessControlAllowMethods string
+	AccessControlAllowOrigin  string
+	AccessControlMaxAge       *int
+	XRequestID                string
+}
+
+// PreflightTrackVisitResponse404Headers the declared response headers of an HTTP 404 response for PreflightTrackVisit
+type PreflightTrackVisitResponse404Headers struct {
+	XRequestID string
+}
+
+type PreflightTrackVisitResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *PlatformError
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *PlatformError
+	// Headers204 the parsed response headers for an HTTP 204 response
+	Headers204 *PreflightTrackVisitResponse204Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *PreflightTrackVisitResponse404Headers
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PreflightTrackVisitResponse) GetJSON404() *PlatformError {
+	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r PreflightTrackVisitResponse) GetJSON408() *PlatformError {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PreflightTrackVisitResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r PreflightTrackVisitResponse) GetJSON431() *PlatformError {
+	return r.JSON431
+}
+
+// GetBody returns the raw response body bytes
+func (r PreflightTrackVisitResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PreflightTrackVisitResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PreflightTrackVisitResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PreflightTrackVisitResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// TrackVisitResponse200Headers the declared response headers of an HTTP 200 response for TrackVisit
+type TrackVisitResponse200Headers struct {
+	AccessControlAllowOrigin *string
+	Deprecation              *string
+	Link                     *string
+	Sunset                   *string
+	XRateLimitLimit          int
+	XRateLimitRemaining      int
+	XRateLimitReset          int
+	XRequestID               string
+}
+
+// TrackVisitResponse400Headers the declared response headers of an HTTP 400 response for TrackVisit
+type TrackVisitResponse400Headers struct {
+	AccessControlAllowOrigin *string
+	Deprecation              *string
+	Link                     *string
+	Sunset                   *string
+	XRateLimitLimit          *int
+	XRateLimitRemaining      *int
+	XRateLimitReset          *int
+	XRequestID               string
+}
+
+// TrackVisitResponse429Headers the declared response headers of an HTTP 429 response for TrackVisit
+type TrackVisitResponse429Headers struct {
+	RetryAfter          *int
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// TrackVisitResponse500Headers the declared response headers of an HTTP 500 response for TrackVisit
+type TrackVisitResponse500Headers struct {
+	AccessControlAllowOrigin *string
+	Deprecation              *string
+	Link                     *string
+	Sunset                   *string
+	XRateLimitLimit          *int
+	XRateLimitRemaining      *int
+	XRateLimitReset          *int
+	XRequestID               string
+}
+
+type TrackVisitResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *TrackVisitSuccess
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *PlatformError
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *PlatformError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *TrackVisitResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *TrackVisitResponse400Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *TrackVisitResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *TrackVisitResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r TrackVisitResponse) GetJSON200() *TrackVisitSuccess {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r TrackVisitResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r TrackVisitResponse) GetJSON408() *PlatformError {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r TrackVisitResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r TrackVisitResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r TrackVisitResponse) GetJSON431() *PlatformError {
+	return r.JSON431
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r TrackVisitResponse) GetJSON500() *PlatformError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r TrackVisitResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r TrackVisitResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r TrackVisitResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r TrackVisitResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ReceiveStripeConnectEventResponse200Headers the declared response headers of an HTTP 200 response for ReceiveStripeConnectEvent
+type ReceiveStripeConnectEventResponse200Headers struct {
+	XRequestID string
+}
+
+// ReceiveStripeConnectEventResponse400Headers the declared response headers of an HTTP 400 response for ReceiveStripeConnectEvent
+type ReceiveStripeConnectEventResponse400Headers struct {
+	XRequestID string
+}
+
+// ReceiveStripeConnectEventResponse404Headers the declared response headers of an HTTP 404 response for ReceiveStripeConnectEvent
+type ReceiveStripeConnectEventResponse404Headers struct {
+	XRequestID string
+}
+
+// ReceiveStripeConnectEventResponse500Headers the declared response headers of an HTTP 500 response for ReceiveStripeConnectEvent
+type ReceiveStripeConnectEventResponse500Headers struct {
+	XRequestID string
+}
+
+type ReceiveStripeConnectEventResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *TrackStripeReceipt
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *PlatformError
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TypedError
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *PlatformError
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *PlatformError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ReceiveStripeConnectEventResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ReceiveStripeConnectEventResponse400Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *ReceiveStripeConnectEventResponse404Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ReceiveStripeConnectEventResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ReceiveStripeConnectEventResponse) GetJSON200() *TrackStripeReceipt {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ReceiveStripeConnectEventResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ReceiveStripeConnectEventResponse) GetJSON404() *PlatformError {
+	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r ReceiveStripeConnectEventResponse) GetJSON408() *PlatformError {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r ReceiveStripeConnectEventResponse) GetJSON413() *TypedError {
+	return r.JSON413
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r ReceiveStripeConnectEventResponse) GetJSON431() *PlatformError {
+	return r.JSON431
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ReceiveStripeConnectEventResponse) GetJSON500() *PlatformError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ReceiveStripeConnectEventResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ReceiveStripeConnectEventResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ReceiveStripeConnectEventResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ReceiveStripeConnectEventResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // CliLoginPageResponse200Headers the declared response headers of an HTTP 200 response for CliLoginPage
 type CliLoginPageResponse200Headers struct {
 	CacheControl          string
@@ -8201,6 +12983,91 @@ func (r GetAPIReferenceResponse) ContentType() string {
 	return ""
 }
 
+// GetBrandTrackerScriptResponse200Headers the declared response headers of an HTTP 200 response for GetBrandTrackerScript
+type GetBrandTrackerScriptResponse200Headers struct {
+	CacheControl string
+	ETag         string
+	XRequestID   string
+}
+
+// GetBrandTrackerScriptResponse304Headers the declared response headers of an HTTP 304 response for GetBrandTrackerScript
+type GetBrandTrackerScriptResponse304Headers struct {
+	ETag *string
+}
+
+// GetBrandTrackerScriptResponse404Headers the declared response headers of an HTTP 404 response for GetBrandTrackerScript
+type GetBrandTrackerScriptResponse404Headers struct {
+	XRequestID string
+}
+
+type GetBrandTrackerScriptResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *PlatformError
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *PlatformError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetBrandTrackerScriptResponse200Headers
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *GetBrandTrackerScriptResponse304Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *GetBrandTrackerScriptResponse404Headers
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetBrandTrackerScriptResponse) GetJSON404() *PlatformError {
+	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r GetBrandTrackerScriptResponse) GetJSON408() *PlatformError {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r GetBrandTrackerScriptResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r GetBrandTrackerScriptResponse) GetJSON431() *PlatformError {
+	return r.JSON431
+}
+
+// GetBody returns the raw response body bytes
+func (r GetBrandTrackerScriptResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetBrandTrackerScriptResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetBrandTrackerScriptResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetBrandTrackerScriptResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type GetOpenAPIResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -8240,6 +13107,188 @@ func (r GetOpenAPIResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetOpenAPIResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetTrackerScriptResponse200Headers the declared response headers of an HTTP 200 response for GetTrackerScript
+type GetTrackerScriptResponse200Headers struct {
+	CacheControl string
+	ETag         string
+	XRequestID   string
+}
+
+// GetTrackerScriptResponse304Headers the declared response headers of an HTTP 304 response for GetTrackerScript
+type GetTrackerScriptResponse304Headers struct {
+	ETag *string
+}
+
+type GetTrackerScriptResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *PlatformError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetTrackerScriptResponse200Headers
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *GetTrackerScriptResponse304Headers
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r GetTrackerScriptResponse) GetJSON408() *PlatformError {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r GetTrackerScriptResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r GetTrackerScriptResponse) GetJSON431() *PlatformError {
+	return r.JSON431
+}
+
+// GetBody returns the raw response body bytes
+func (r GetTrackerScriptResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetTrackerScriptResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetTrackerScriptResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetTrackerScriptResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ReceiveBrandStripeEventResponse200Headers the declared response headers of an HTTP 200 response for ReceiveBrandStripeEvent
+type ReceiveBrandStripeEventResponse200Headers struct {
+	XRequestID string
+}
+
+// ReceiveBrandStripeEventResponse400Headers the declared response headers of an HTTP 400 response for ReceiveBrandStripeEvent
+type ReceiveBrandStripeEventResponse400Headers struct {
+	XRequestID string
+}
+
+// ReceiveBrandStripeEventResponse404Headers the declared response headers of an HTTP 404 response for ReceiveBrandStripeEvent
+type ReceiveBrandStripeEventResponse404Headers struct {
+	XRequestID string
+}
+
+// ReceiveBrandStripeEventResponse500Headers the declared response headers of an HTTP 500 response for ReceiveBrandStripeEvent
+type ReceiveBrandStripeEventResponse500Headers struct {
+	XRequestID string
+}
+
+type ReceiveBrandStripeEventResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *TrackStripeReceipt
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *PlatformError
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TypedError
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *PlatformError
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *PlatformError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ReceiveBrandStripeEventResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ReceiveBrandStripeEventResponse400Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *ReceiveBrandStripeEventResponse404Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ReceiveBrandStripeEventResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ReceiveBrandStripeEventResponse) GetJSON200() *TrackStripeReceipt {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ReceiveBrandStripeEventResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ReceiveBrandStripeEventResponse) GetJSON404() *PlatformError {
+	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r ReceiveBrandStripeEventResponse) GetJSON408() *PlatformError {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r ReceiveBrandStripeEventResponse) GetJSON413() *TypedError {
+	return r.JSON413
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r ReceiveBrandStripeEventResponse) GetJSON431() *PlatformError {
+	return r.JSON431
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ReceiveBrandStripeEventResponse) GetJSON500() *PlatformError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ReceiveBrandStripeEventResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ReceiveBrandStripeEventResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ReceiveBrandStripeEventResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ReceiveBrandStripeEventResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -8939,6 +13988,385 @@ func (c *ClientWithResponses) CliTestEventWithResponse(ctx context.Context, body
 	return ParseCliTestEventResponse(rsp)
 }
 
+// PreflightTrackClickWithResponse CORS preflight of the browser route
+//
+// Answers a browser's CORS preflight (`Origin` and
+// `Access-Control-Request-Method` sent) with 204, allowing any
+// origin, GET and POST, and the headers `Content-Type`,
+// `Authorization` and `X-Request-ID`, for a day. An OPTIONS request
+// that is not a preflight answers 404.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with OPTIONS /api/v1/track/click (the `PreflightTrackClick` operationId).
+func (c *ClientWithResponses) PreflightTrackClickWithResponse(ctx context.Context, params *PreflightTrackClickParams, reqEditors ...RequestEditorFn) (*PreflightTrackClickResponse, error) {
+	rsp, err := c.PreflightTrackClick(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePreflightTrackClickResponse(rsp)
+}
+
+// TrackClickWithBodyWithResponse Record a click on a partner's referral link
+//
+// Called by the browser tracker on a landing page opened from a
+// partner's link (`aff` or `via` in the page URL): resolves the link,
+// records the click and returns the `click_id` the tracker stores in
+// the first-party cookie `svc_click_id`. Public (60 a minute per IP)
+// and open to any origin. A program key is optional: with one, the
+// test-mode checks of the key apply; a token that matches no program
+// answers 401. A test click (`additional_data.test_mode`, or the test
+// key) answers the test shape and is flagged. A disabled link answers
+// 410 `link_disabled` and records nothing.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/track/click (the `TrackClick` operationId).
+func (c *ClientWithResponses) TrackClickWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TrackClickResponse, error) {
+	rsp, err := c.TrackClickWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTrackClickResponse(rsp)
+}
+
+// TrackClickWithResponse Record a click on a partner's referral link
+//
+// Called by the browser tracker on a landing page opened from a
+// partner's link (`aff` or `via` in the page URL): resolves the link,
+// records the click and returns the `click_id` the tracker stores in
+// the first-party cookie `svc_click_id`. Public (60 a minute per IP)
+// and open to any origin. A program key is optional: with one, the
+// test-mode checks of the key apply; a token that matches no program
+// answers 401. A test click (`additional_data.test_mode`, or the test
+// key) answers the test shape and is flagged. A disabled link answers
+// 410 `link_disabled` and records nothing.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/track/click (the `TrackClick` operationId).
+func (c *ClientWithResponses) TrackClickWithResponse(ctx context.Context, body TrackClickJSONRequestBody, reqEditors ...RequestEditorFn) (*TrackClickResponse, error) {
+	rsp, err := c.TrackClick(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTrackClickResponse(rsp)
+}
+
+// GetTrackerConfigWithResponse What the browser tracker needs to know about a program
+//
+// The program's cookie lifetime, lead policy, referral parameters,
+// cookie name and endpoints. Public (60 a minute per IP), open to any
+// origin, cacheable for 5 minutes.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/track/config (the `GetTrackerConfig` operationId).
+func (c *ClientWithResponses) GetTrackerConfigWithResponse(ctx context.Context, params *GetTrackerConfigParams, reqEditors ...RequestEditorFn) (*GetTrackerConfigResponse, error) {
+	rsp, err := c.GetTrackerConfig(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetTrackerConfigResponse(rsp)
+}
+
+// PreflightTrackerConfigWithResponse CORS preflight of the browser route
+//
+// Answers a browser's CORS preflight (`Origin` and
+// `Access-Control-Request-Method` sent) with 204, allowing any
+// origin, GET and POST, and the headers `Content-Type`,
+// `Authorization` and `X-Request-ID`, for a day. An OPTIONS request
+// that is not a preflight answers 404.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with OPTIONS /api/v1/track/config (the `PreflightTrackerConfig` operationId).
+func (c *ClientWithResponses) PreflightTrackerConfigWithResponse(ctx context.Context, params *PreflightTrackerConfigParams, reqEditors ...RequestEditorFn) (*PreflightTrackerConfigResponse, error) {
+	rsp, err := c.PreflightTrackerConfig(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePreflightTrackerConfigResponse(rsp)
+}
+
+// PreflightTrackLeadWithResponse CORS preflight of the browser route
+//
+// Answers a browser's CORS preflight (`Origin` and
+// `Access-Control-Request-Method` sent) with 204, allowing any
+// origin, GET and POST, and the headers `Content-Type`,
+// `Authorization` and `X-Request-ID`, for a day. An OPTIONS request
+// that is not a preflight answers 404.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with OPTIONS /api/v1/track/lead (the `PreflightTrackLead` operationId).
+func (c *ClientWithResponses) PreflightTrackLeadWithResponse(ctx context.Context, params *PreflightTrackLeadParams, reqEditors ...RequestEditorFn) (*PreflightTrackLeadResponse, error) {
+	rsp, err := c.PreflightTrackLead(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePreflightTrackLeadResponse(rsp)
+}
+
+// TrackLeadWithBodyWithResponse Record a lead (a customer's signup)
+//
+// Server mode (a valid program key, from the brand's backend) or
+// browser mode (no `Authorization` header or an empty token, from the
+// tracker's `lead()`/`signup()`), 30 a minute per IP. Send at least
+// one of `click_id` and `customer_key`, and `click_id` on every lead
+// (a first lead with only `customer_key` finds no customer; browser
+// mode requires `click_id`). A browser-mode lead on a program whose
+// `lead_auth` is `server_required` is stored provisional and answers
+// `provisional: true`; it settles on a server lead or a qualifying
+// payment. A test-mode call with a key and another program's
+// `program_id` answers 403. Errors use the platform envelope without
+// a code.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/track/lead (the `TrackLead` operationId).
+func (c *ClientWithResponses) TrackLeadWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TrackLeadResponse, error) {
+	rsp, err := c.TrackLeadWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTrackLeadResponse(rsp)
+}
+
+// TrackLeadWithResponse Record a lead (a customer's signup)
+//
+// Server mode (a valid program key, from the brand's backend) or
+// browser mode (no `Authorization` header or an empty token, from the
+// tracker's `lead()`/`signup()`), 30 a minute per IP. Send at least
+// one of `click_id` and `customer_key`, and `click_id` on every lead
+// (a first lead with only `customer_key` finds no customer; browser
+// mode requires `click_id`). A browser-mode lead on a program whose
+// `lead_auth` is `server_required` is stored provisional and answers
+// `provisional: true`; it settles on a server lead or a qualifying
+// payment. A test-mode call with a key and another program's
+// `program_id` answers 403. Errors use the platform envelope without
+// a code.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/track/lead (the `TrackLead` operationId).
+func (c *ClientWithResponses) TrackLeadWithResponse(ctx context.Context, body TrackLeadJSONRequestBody, reqEditors ...RequestEditorFn) (*TrackLeadResponse, error) {
+	rsp, err := c.TrackLead(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTrackLeadResponse(rsp)
+}
+
+// TrackRefundWithBodyWithResponse Report a refund or chargeback of a recorded sale
+//
+// Reverses (full refund) or reduces (partial refund) the commission of
+// a sale of the key's program, and deducts the share from the
+// partner's balance when it was already credited, before answering.
+// Send each partial refund with its own amount and `refund_id`;
+// without a `refund_id` a repeated amount is taken for a retry and
+// skipped.
+//
+// The body is the `TrackRefundRequest` schema. The document attaches
+// no schema to it because a call with the program's test key
+// (`aff_test_…`) answers `{"success": true, "test": true}` before
+// reading the body, whatever it holds. Errors, headers, warnings and
+// the rate-limit bucket are as on `trackSale`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/track/refund (the `TrackRefund` operationId).
+func (c *ClientWithResponses) TrackRefundWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TrackRefundResponse, error) {
+	rsp, err := c.TrackRefundWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTrackRefundResponse(rsp)
+}
+
+// TrackRefundWithResponse Report a refund or chargeback of a recorded sale
+//
+// Reverses (full refund) or reduces (partial refund) the commission of
+// a sale of the key's program, and deducts the share from the
+// partner's balance when it was already credited, before answering.
+// Send each partial refund with its own amount and `refund_id`;
+// without a `refund_id` a repeated amount is taken for a retry and
+// skipped.
+//
+// The body is the `TrackRefundRequest` schema. The document attaches
+// no schema to it because a call with the program's test key
+// (`aff_test_…`) answers `{"success": true, "test": true}` before
+// reading the body, whatever it holds. Errors, headers, warnings and
+// the rate-limit bucket are as on `trackSale`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/track/refund (the `TrackRefund` operationId).
+func (c *ClientWithResponses) TrackRefundWithResponse(ctx context.Context, body TrackRefundJSONRequestBody, reqEditors ...RequestEditorFn) (*TrackRefundResponse, error) {
+	rsp, err := c.TrackRefund(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTrackRefundResponse(rsp)
+}
+
+// TrackSaleWithBodyWithResponse Report a sale from the brand's backend
+//
+// Records a sale of an attributed customer and creates its commission
+// in one transaction before answering. The brand's backend calls it
+// with the program key; never a browser. Send `customer_key` or
+// `click_id` (the one used at lead time). `transaction_id` (unique
+// across all programs: a repeat answers 409 with the stored sale's id)
+// and `amount_cents` are required for a real sale; a test call
+// (`additional_data.test_mode: true`, or the program's test key
+// `aff_test_…`) may leave both out and records a flagged sale with no
+// commission.
+//
+// Errors use the platform envelope with a stable `error.code`;
+// a retired key, the rate limit and an oversized body answer in the
+// typed envelope. While the key is marked for rotation every answer
+// carries `Deprecation`, `Sunset` and `Link` and a JSON body gains a
+// top-level `warnings` array. Sales and refunds share one bucket of
+// 120 requests a minute per API key.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/track/sale (the `TrackSale` operationId).
+func (c *ClientWithResponses) TrackSaleWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TrackSaleResponse, error) {
+	rsp, err := c.TrackSaleWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTrackSaleResponse(rsp)
+}
+
+// TrackSaleWithResponse Report a sale from the brand's backend
+//
+// Records a sale of an attributed customer and creates its commission
+// in one transaction before answering. The brand's backend calls it
+// with the program key; never a browser. Send `customer_key` or
+// `click_id` (the one used at lead time). `transaction_id` (unique
+// across all programs: a repeat answers 409 with the stored sale's id)
+// and `amount_cents` are required for a real sale; a test call
+// (`additional_data.test_mode: true`, or the program's test key
+// `aff_test_…`) may leave both out and records a flagged sale with no
+// commission.
+//
+// Errors use the platform envelope with a stable `error.code`;
+// a retired key, the rate limit and an oversized body answer in the
+// typed envelope. While the key is marked for rotation every answer
+// carries `Deprecation`, `Sunset` and `Link` and a JSON body gains a
+// top-level `warnings` array. Sales and refunds share one bucket of
+// 120 requests a minute per API key.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/track/sale (the `TrackSale` operationId).
+func (c *ClientWithResponses) TrackSaleWithResponse(ctx context.Context, body TrackSaleJSONRequestBody, reqEditors ...RequestEditorFn) (*TrackSaleResponse, error) {
+	rsp, err := c.TrackSale(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTrackSaleResponse(rsp)
+}
+
+// PreflightTrackVisitWithResponse CORS preflight of the browser route
+//
+// Answers a browser's CORS preflight (`Origin` and
+// `Access-Control-Request-Method` sent) with 204, allowing any
+// origin, GET and POST, and the headers `Content-Type`,
+// `Authorization` and `X-Request-ID`, for a day. An OPTIONS request
+// that is not a preflight answers 404.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with OPTIONS /api/v1/track/visit (the `PreflightTrackVisit` operationId).
+func (c *ClientWithResponses) PreflightTrackVisitWithResponse(ctx context.Context, params *PreflightTrackVisitParams, reqEditors ...RequestEditorFn) (*PreflightTrackVisitResponse, error) {
+	rsp, err := c.PreflightTrackVisit(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePreflightTrackVisitResponse(rsp)
+}
+
+// TrackVisitWithBodyWithResponse Record a page view of a page that carries the tracker
+//
+// Sent by the browser tracker on each page view. Public (120 a minute
+// per IP) and open to any origin. `program_id` is required; a
+// `click_id` that is not one of the service's clicks is dropped.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/track/visit (the `TrackVisit` operationId).
+func (c *ClientWithResponses) TrackVisitWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TrackVisitResponse, error) {
+	rsp, err := c.TrackVisitWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTrackVisitResponse(rsp)
+}
+
+// TrackVisitWithResponse Record a page view of a page that carries the tracker
+//
+// Sent by the browser tracker on each page view. Public (120 a minute
+// per IP) and open to any origin. `program_id` is required; a
+// `click_id` that is not one of the service's clicks is dropped.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/track/visit (the `TrackVisit` operationId).
+func (c *ClientWithResponses) TrackVisitWithResponse(ctx context.Context, body TrackVisitJSONRequestBody, reqEditors ...RequestEditorFn) (*TrackVisitResponse, error) {
+	rsp, err := c.TrackVisit(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTrackVisitResponse(rsp)
+}
+
+// ReceiveStripeConnectEventWithBodyWithResponse Receive a Stripe Connect event of any connected account
+//
+// Stripe posts the events of every connected account here. The
+// `Stripe-Signature` header is verified with `STRIPE_WEBHOOK_SECRET`
+// (tolerance 5 minutes); a bad or missing signature answers 400 with
+// nothing stored. The event's `account` names the program. The answer
+// is 200 once the raw event is stored (unique by event id); a
+// redelivered event answers 200 with `duplicate: true` and is
+// processed once. Without `STRIPE_WEBHOOK_SECRET` the endpoint does
+// not exist (404). Bodies up to 1 MiB.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/webhooks/stripe (the `ReceiveStripeConnectEvent` operationId).
+func (c *ClientWithResponses) ReceiveStripeConnectEventWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReceiveStripeConnectEventResponse, error) {
+	rsp, err := c.ReceiveStripeConnectEventWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReceiveStripeConnectEventResponse(rsp)
+}
+
+// ReceiveStripeConnectEventWithResponse Receive a Stripe Connect event of any connected account
+//
+// Stripe posts the events of every connected account here. The
+// `Stripe-Signature` header is verified with `STRIPE_WEBHOOK_SECRET`
+// (tolerance 5 minutes); a bad or missing signature answers 400 with
+// nothing stored. The event's `account` names the program. The answer
+// is 200 once the raw event is stored (unique by event id); a
+// redelivered event answers 200 with `duplicate: true` and is
+// processed once. Without `STRIPE_WEBHOOK_SECRET` the endpoint does
+// not exist (404). Bodies up to 1 MiB.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/webhooks/stripe (the `ReceiveStripeConnectEvent` operationId).
+func (c *ClientWithResponses) ReceiveStripeConnectEventWithResponse(ctx context.Context, body ReceiveStripeConnectEventJSONRequestBody, reqEditors ...RequestEditorFn) (*ReceiveStripeConnectEventResponse, error) {
+	rsp, err := c.ReceiveStripeConnectEvent(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReceiveStripeConnectEventResponse(rsp)
+}
+
 // CliLoginPageWithResponse The CLI login page
 //
 // The page `auth_url` opens: it shows the login's user code, runs the provider's sign-in in the browser and posts the `state` and `id_token` to the callback. Rate limited to 60 a minute per IP.
@@ -8967,6 +14395,25 @@ func (c *ClientWithResponses) GetAPIReferenceWithResponse(ctx context.Context, r
 	return ParseGetAPIReferenceResponse(rsp)
 }
 
+// GetBrandTrackerScriptWithResponse The browser tracker under the reference snippet's path
+//
+// The same script as `/tracker.js`, for pages written for the
+// reference snippet (`{base_url}/js/<brand>-tracker.js` with
+// `data-<brand>-program-id`). The path follows `BRAND_PREFIX`:
+// `/js/<BRAND_PREFIX>-tracker.js`, here with the default prefix
+// `svc`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /js/svc-tracker.js (the `GetBrandTrackerScript` operationId).
+func (c *ClientWithResponses) GetBrandTrackerScriptWithResponse(ctx context.Context, params *GetBrandTrackerScriptParams, reqEditors ...RequestEditorFn) (*GetBrandTrackerScriptResponse, error) {
+	rsp, err := c.GetBrandTrackerScript(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetBrandTrackerScriptResponse(rsp)
+}
+
 // GetOpenAPIWithResponse This document, as JSON
 //
 // Returns a wrapper object for the known response body format(s).
@@ -8978,6 +14425,65 @@ func (c *ClientWithResponses) GetOpenAPIWithResponse(ctx context.Context, reqEdi
 		return nil, err
 	}
 	return ParseGetOpenAPIResponse(rsp)
+}
+
+// GetTrackerScriptWithResponse The browser tracker script
+//
+// The script a landing page includes
+// (`<script src="{base_url}/tracker.js" data-program-id="ID" defer></script>`):
+// it posts the click for `aff`/`via` links, keeps the click id in the
+// first-party cookie, sends visits, writes the click id into payment
+// links, buy buttons and pricing tables, and exposes `lead()` (alias
+// `signup()`). Cached for a day with an `ETag`; a matching
+// `If-None-Match` answers 304.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /tracker.js (the `GetTrackerScript` operationId).
+func (c *ClientWithResponses) GetTrackerScriptWithResponse(ctx context.Context, params *GetTrackerScriptParams, reqEditors ...RequestEditorFn) (*GetTrackerScriptResponse, error) {
+	rsp, err := c.GetTrackerScript(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetTrackerScriptResponse(rsp)
+}
+
+// ReceiveBrandStripeEventWithBodyWithResponse Receive a Stripe event from a webhook the brand added itself
+//
+// For brands that add the processor webhook on their own Stripe
+// account (the path the reference CLI registers). Verified with the
+// program's `stripe_webhook_secret` (a settings field); the events
+// belong to that program. Otherwise as
+// `POST /api/v1/webhooks/stripe`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /webhooks/stripe/{programId} (the `ReceiveBrandStripeEvent` operationId).
+func (c *ClientWithResponses) ReceiveBrandStripeEventWithBodyWithResponse(ctx context.Context, programId int, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReceiveBrandStripeEventResponse, error) {
+	rsp, err := c.ReceiveBrandStripeEventWithBody(ctx, programId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReceiveBrandStripeEventResponse(rsp)
+}
+
+// ReceiveBrandStripeEventWithResponse Receive a Stripe event from a webhook the brand added itself
+//
+// For brands that add the processor webhook on their own Stripe
+// account (the path the reference CLI registers). Verified with the
+// program's `stripe_webhook_secret` (a settings field); the events
+// belong to that program. Otherwise as
+// `POST /api/v1/webhooks/stripe`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /webhooks/stripe/{programId} (the `ReceiveBrandStripeEvent` operationId).
+func (c *ClientWithResponses) ReceiveBrandStripeEventWithResponse(ctx context.Context, programId int, body ReceiveBrandStripeEventJSONRequestBody, reqEditors ...RequestEditorFn) (*ReceiveBrandStripeEventResponse, error) {
+	rsp, err := c.ReceiveBrandStripeEvent(ctx, programId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReceiveBrandStripeEventResponse(rsp)
 }
 
 // ParseCreateAgentKeyResponse parses an HTTP response from a CreateAgentKeyWithResponse call
@@ -12002,6 +17508,2823 @@ func ParseCliTestEventResponse(rsp *http.Response) (*CliTestEventResponse, error
 	return response, nil
 }
 
+// ParsePreflightTrackClickResponse parses an HTTP response from a PreflightTrackClickWithResponse call
+func ParsePreflightTrackClickResponse(rsp *http.Response) (*PreflightTrackClickResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PreflightTrackClickResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		var headers PreflightTrackClickResponse204Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowHeaders = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Allow-Methods"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Methods", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowMethods = value
+		}
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = value
+		}
+		if values := rsp.Header.Values("Access-Control-Max-Age"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Max-Age", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlMaxAge = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers204 = &headers
+	case rsp.StatusCode == 404:
+		var headers PreflightTrackClickResponse404Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers404 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseTrackClickResponse parses an HTTP response from a TrackClickWithResponse call
+func ParseTrackClickResponse(rsp *http.Response) (*TrackClickResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &TrackClickResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest TrackClickSuccess
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest TrackKeyedError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest TrackClick401JSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest TrackForbiddenError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 410:
+		var dest TrackLinkDisabledError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON410 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest TrackKeyedError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers TrackClickResponse200Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = &value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
+		if values := rsp.Header.Values("Sunset"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Sunset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Sunset = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers TrackClickResponse400Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = &value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
+		if values := rsp.Header.Values("Sunset"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Sunset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Sunset = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers TrackClickResponse401Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = &value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
+		if values := rsp.Header.Values("Sunset"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Sunset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Sunset = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers TrackClickResponse403Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = &value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
+		if values := rsp.Header.Values("Sunset"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Sunset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Sunset = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 410:
+		var headers TrackClickResponse410Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = &value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
+		if values := rsp.Header.Values("Sunset"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Sunset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Sunset = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers410 = &headers
+	case rsp.StatusCode == 429:
+		var headers TrackClickResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers TrackClickResponse500Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = &value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
+		if values := rsp.Header.Values("Sunset"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Sunset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Sunset = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetTrackerConfigResponse parses an HTTP response from a GetTrackerConfigWithResponse call
+func ParseGetTrackerConfigResponse(rsp *http.Response) (*GetTrackerConfigResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetTrackerConfigResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest TrackConfigSuccess
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetTrackerConfigResponse200Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers GetTrackerConfigResponse400Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = &value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
+		if values := rsp.Header.Values("Sunset"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Sunset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Sunset = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetTrackerConfigResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetTrackerConfigResponse500Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = &value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
+		if values := rsp.Header.Values("Sunset"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Sunset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Sunset = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePreflightTrackerConfigResponse parses an HTTP response from a PreflightTrackerConfigWithResponse call
+func ParsePreflightTrackerConfigResponse(rsp *http.Response) (*PreflightTrackerConfigResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PreflightTrackerConfigResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		var headers PreflightTrackerConfigResponse204Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowHeaders = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Allow-Methods"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Methods", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowMethods = value
+		}
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = value
+		}
+		if values := rsp.Header.Values("Access-Control-Max-Age"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Max-Age", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlMaxAge = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers204 = &headers
+	case rsp.StatusCode == 404:
+		var headers PreflightTrackerConfigResponse404Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers404 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePreflightTrackLeadResponse parses an HTTP response from a PreflightTrackLeadWithResponse call
+func ParsePreflightTrackLeadResponse(rsp *http.Response) (*PreflightTrackLeadResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PreflightTrackLeadResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		var headers PreflightTrackLeadResponse204Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowHeaders = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Allow-Methods"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Methods", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowMethods = value
+		}
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = value
+		}
+		if values := rsp.Header.Values("Access-Control-Max-Age"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Max-Age", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlMaxAge = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers204 = &headers
+	case rsp.StatusCode == 404:
+		var headers PreflightTrackLeadResponse404Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers404 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseTrackLeadResponse parses an HTTP response from a TrackLeadWithResponse call
+func ParseTrackLeadResponse(rsp *http.Response) (*TrackLeadResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &TrackLeadResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest TrackLeadSuccess
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest TrackKeyedError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest TrackLead401JSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest TrackForbiddenError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest TrackKeyedError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers TrackLeadResponse200Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = &value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
+		if values := rsp.Header.Values("Sunset"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Sunset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Sunset = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers TrackLeadResponse400Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = &value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
+		if values := rsp.Header.Values("Sunset"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Sunset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Sunset = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers TrackLeadResponse401Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = &value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
+		if values := rsp.Header.Values("Sunset"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Sunset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Sunset = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers TrackLeadResponse403Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = &value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
+		if values := rsp.Header.Values("Sunset"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Sunset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Sunset = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers TrackLeadResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers TrackLeadResponse500Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = &value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
+		if values := rsp.Header.Values("Sunset"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Sunset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Sunset = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseTrackRefundResponse parses an HTTP response from a TrackRefundWithResponse call
+func ParseTrackRefundResponse(rsp *http.Response) (*TrackRefundResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &TrackRefundResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest TrackRefundSuccess
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest TrackKeyedError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest TrackRefund401JSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest TrackKeyedError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest TrackKeyedError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers TrackRefundResponse200Headers
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = &value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
+		if values := rsp.Header.Values("Sunset"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Sunset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Sunset = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers TrackRefundResponse400Headers
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = &value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
+		if values := rsp.Header.Values("Sunset"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Sunset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Sunset = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers TrackRefundResponse401Headers
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = &value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
+		if values := rsp.Header.Values("Sunset"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Sunset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Sunset = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers TrackRefundResponse404Headers
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = &value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
+		if values := rsp.Header.Values("Sunset"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Sunset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Sunset = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers TrackRefundResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers TrackRefundResponse500Headers
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = &value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
+		if values := rsp.Header.Values("Sunset"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Sunset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Sunset = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseTrackSaleResponse parses an HTTP response from a TrackSaleWithResponse call
+func ParseTrackSaleResponse(rsp *http.Response) (*TrackSaleResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &TrackSaleResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest TrackSaleSuccess
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest TrackKeyedError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest TrackSale401JSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest TrackForbiddenError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest TrackDuplicateSaleError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest TrackKeyedError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest TrackKeyedError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers TrackSaleResponse200Headers
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = &value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
+		if values := rsp.Header.Values("Sunset"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Sunset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Sunset = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers TrackSaleResponse400Headers
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = &value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
+		if values := rsp.Header.Values("Sunset"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Sunset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Sunset = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers TrackSaleResponse401Headers
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = &value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
+		if values := rsp.Header.Values("Sunset"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Sunset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Sunset = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers TrackSaleResponse403Headers
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = &value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
+		if values := rsp.Header.Values("Sunset"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Sunset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Sunset = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 409:
+		var headers TrackSaleResponse409Headers
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = &value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
+		if values := rsp.Header.Values("Sunset"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Sunset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Sunset = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 422:
+		var headers TrackSaleResponse422Headers
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = &value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
+		if values := rsp.Header.Values("Sunset"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Sunset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Sunset = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers TrackSaleResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers TrackSaleResponse500Headers
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = &value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
+		if values := rsp.Header.Values("Sunset"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Sunset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Sunset = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePreflightTrackVisitResponse parses an HTTP response from a PreflightTrackVisitWithResponse call
+func ParsePreflightTrackVisitResponse(rsp *http.Response) (*PreflightTrackVisitResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PreflightTrackVisitResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		var headers PreflightTrackVisitResponse204Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowHeaders = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Allow-Methods"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Methods", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowMethods = value
+		}
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = value
+		}
+		if values := rsp.Header.Values("Access-Control-Max-Age"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Max-Age", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlMaxAge = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers204 = &headers
+	case rsp.StatusCode == 404:
+		var headers PreflightTrackVisitResponse404Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers404 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseTrackVisitResponse parses an HTTP response from a TrackVisitWithResponse call
+func ParseTrackVisitResponse(rsp *http.Response) (*TrackVisitResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &TrackVisitResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest TrackVisitSuccess
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers TrackVisitResponse200Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = &value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
+		if values := rsp.Header.Values("Sunset"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Sunset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Sunset = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers TrackVisitResponse400Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = &value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
+		if values := rsp.Header.Values("Sunset"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Sunset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Sunset = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 429:
+		var headers TrackVisitResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers TrackVisitResponse500Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = &value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
+		if values := rsp.Header.Values("Sunset"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Sunset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Sunset = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseReceiveStripeConnectEventResponse parses an HTTP response from a ReceiveStripeConnectEventWithResponse call
+func ParseReceiveStripeConnectEventResponse(rsp *http.Response) (*ReceiveStripeConnectEventResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ReceiveStripeConnectEventResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest TrackStripeReceipt
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TypedError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ReceiveStripeConnectEventResponse200Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ReceiveStripeConnectEventResponse400Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 404:
+		var headers ReceiveStripeConnectEventResponse404Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 500:
+		var headers ReceiveStripeConnectEventResponse500Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseCliLoginPageResponse parses an HTTP response from a CliLoginPageWithResponse call
 func ParseCliLoginPageResponse(rsp *http.Response) (*CliLoginPageResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -12144,6 +20467,103 @@ func ParseGetAPIReferenceResponse(rsp *http.Response) (*GetAPIReferenceResponse,
 	return response, nil
 }
 
+// ParseGetBrandTrackerScriptResponse parses an HTTP response from a GetBrandTrackerScriptWithResponse call
+func ParseGetBrandTrackerScriptResponse(rsp *http.Response) (*GetBrandTrackerScriptResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetBrandTrackerScriptResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 304:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetBrandTrackerScriptResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 304:
+		var headers GetBrandTrackerScriptResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers304 = &headers
+	case rsp.StatusCode == 404:
+		var headers GetBrandTrackerScriptResponse404Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers404 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseGetOpenAPIResponse parses an HTTP response from a GetOpenAPIWithResponse call
 func ParseGetOpenAPIResponse(rsp *http.Response) (*GetOpenAPIResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -12167,6 +20587,197 @@ func ParseGetOpenAPIResponse(rsp *http.Response) (*GetOpenAPIResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	}
+
+	return response, nil
+}
+
+// ParseGetTrackerScriptResponse parses an HTTP response from a GetTrackerScriptWithResponse call
+func ParseGetTrackerScriptResponse(rsp *http.Response) (*GetTrackerScriptResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetTrackerScriptResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 304:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetTrackerScriptResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 304:
+		var headers GetTrackerScriptResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers304 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseReceiveBrandStripeEventResponse parses an HTTP response from a ReceiveBrandStripeEventWithResponse call
+func ParseReceiveBrandStripeEventResponse(rsp *http.Response) (*ReceiveBrandStripeEventResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ReceiveBrandStripeEventResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest TrackStripeReceipt
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TypedError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ReceiveBrandStripeEventResponse200Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ReceiveBrandStripeEventResponse400Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 404:
+		var headers ReceiveBrandStripeEventResponse404Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 500:
+		var headers ReceiveBrandStripeEventResponse500Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
 	}
 
 	return response, nil
