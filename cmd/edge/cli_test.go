@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partnertrack/partnertrack/ingest/apidoc/apitest"
+
 	"github.com/partnertrack/partnertrack/cmd/partnertrack/cli"
 	"github.com/partnertrack/partnertrack/ingest/oidc/testissuer"
 	"github.com/partnertrack/partnertrack/ledger/postgres/pgtest"
@@ -99,6 +101,8 @@ func TestCLIAgainstTheEdge(t *testing.T) {
 			ConfigDir:    func() (string, error) { return configDir, nil },
 			OpenBrowser:  browser,
 			PollInterval: 20 * time.Millisecond,
+			// Every call of the CLI is checked against the API document.
+			HTTP: &http.Client{Transport: apitest.Default(t).Transport(t, nil), Timeout: 30 * time.Second},
 		})
 		return cliRun{code, out.String(), errOut.String()}
 	}

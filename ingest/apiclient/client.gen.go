@@ -385,6 +385,249 @@ func (e CliTestEventRequestEventType) Valid() bool {
 	}
 }
 
+// Defines values for DashKeyRequestMode.
+const (
+	DashKeyRequestModeLessThannil DashKeyRequestMode = "<nil>"
+	DashKeyRequestModeLive        DashKeyRequestMode = "live"
+	DashKeyRequestModeTest        DashKeyRequestMode = "test"
+)
+
+// Valid indicates whether the value is a known member of the DashKeyRequestMode enum.
+func (e DashKeyRequestMode) Valid() bool {
+	switch e {
+	case DashKeyRequestModeLessThannil:
+		return true
+	case DashKeyRequestModeLive:
+		return true
+	case DashKeyRequestModeTest:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DashKeyResponseDataMode.
+const (
+	DashKeyResponseDataModeLive DashKeyResponseDataMode = "live"
+	DashKeyResponseDataModeTest DashKeyResponseDataMode = "test"
+)
+
+// Valid indicates whether the value is a known member of the DashKeyResponseDataMode enum.
+func (e DashKeyResponseDataMode) Valid() bool {
+	switch e {
+	case DashKeyResponseDataModeLive:
+		return true
+	case DashKeyResponseDataModeTest:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DashProgramSettingsCommissionType.
+const (
+	DashProgramSettingsCommissionTypeFixed            DashProgramSettingsCommissionType = "fixed"
+	DashProgramSettingsCommissionTypePercent          DashProgramSettingsCommissionType = "percent"
+	DashProgramSettingsCommissionTypeRecurringFixed   DashProgramSettingsCommissionType = "recurring_fixed"
+	DashProgramSettingsCommissionTypeRecurringPercent DashProgramSettingsCommissionType = "recurring_percent"
+)
+
+// Valid indicates whether the value is a known member of the DashProgramSettingsCommissionType enum.
+func (e DashProgramSettingsCommissionType) Valid() bool {
+	switch e {
+	case DashProgramSettingsCommissionTypeFixed:
+		return true
+	case DashProgramSettingsCommissionTypePercent:
+		return true
+	case DashProgramSettingsCommissionTypeRecurringFixed:
+		return true
+	case DashProgramSettingsCommissionTypeRecurringPercent:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DashProgramSettingsCurrency.
+const (
+	DashProgramSettingsCurrencyEUR DashProgramSettingsCurrency = "EUR"
+	DashProgramSettingsCurrencyUSD DashProgramSettingsCurrency = "USD"
+	DashProgramSettingsCurrencyVND DashProgramSettingsCurrency = "VND"
+)
+
+// Valid indicates whether the value is a known member of the DashProgramSettingsCurrency enum.
+func (e DashProgramSettingsCurrency) Valid() bool {
+	switch e {
+	case DashProgramSettingsCurrencyEUR:
+		return true
+	case DashProgramSettingsCurrencyUSD:
+		return true
+	case DashProgramSettingsCurrencyVND:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DashProgramSettingsLeadAuth.
+const (
+	DashProgramSettingsLeadAuthBrowserAllowed DashProgramSettingsLeadAuth = "browser_allowed"
+	DashProgramSettingsLeadAuthServerRequired DashProgramSettingsLeadAuth = "server_required"
+)
+
+// Valid indicates whether the value is a known member of the DashProgramSettingsLeadAuth enum.
+func (e DashProgramSettingsLeadAuth) Valid() bool {
+	switch e {
+	case DashProgramSettingsLeadAuthBrowserAllowed:
+		return true
+	case DashProgramSettingsLeadAuthServerRequired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DashSettingsUpdateCommissionType.
+const (
+	DashSettingsUpdateCommissionTypeFixed            DashSettingsUpdateCommissionType = "fixed"
+	DashSettingsUpdateCommissionTypeLessThannil      DashSettingsUpdateCommissionType = "<nil>"
+	DashSettingsUpdateCommissionTypePercent          DashSettingsUpdateCommissionType = "percent"
+	DashSettingsUpdateCommissionTypeRecurringFixed   DashSettingsUpdateCommissionType = "recurring_fixed"
+	DashSettingsUpdateCommissionTypeRecurringPercent DashSettingsUpdateCommissionType = "recurring_percent"
+)
+
+// Valid indicates whether the value is a known member of the DashSettingsUpdateCommissionType enum.
+func (e DashSettingsUpdateCommissionType) Valid() bool {
+	switch e {
+	case DashSettingsUpdateCommissionTypeFixed:
+		return true
+	case DashSettingsUpdateCommissionTypeLessThannil:
+		return true
+	case DashSettingsUpdateCommissionTypePercent:
+		return true
+	case DashSettingsUpdateCommissionTypeRecurringFixed:
+		return true
+	case DashSettingsUpdateCommissionTypeRecurringPercent:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DashSettingsUpdateCurrency.
+const (
+	DashSettingsUpdateCurrencyEUR         DashSettingsUpdateCurrency = "EUR"
+	DashSettingsUpdateCurrencyLessThannil DashSettingsUpdateCurrency = "<nil>"
+	DashSettingsUpdateCurrencyUSD         DashSettingsUpdateCurrency = "USD"
+	DashSettingsUpdateCurrencyVND         DashSettingsUpdateCurrency = "VND"
+)
+
+// Valid indicates whether the value is a known member of the DashSettingsUpdateCurrency enum.
+func (e DashSettingsUpdateCurrency) Valid() bool {
+	switch e {
+	case DashSettingsUpdateCurrencyEUR:
+		return true
+	case DashSettingsUpdateCurrencyLessThannil:
+		return true
+	case DashSettingsUpdateCurrencyUSD:
+		return true
+	case DashSettingsUpdateCurrencyVND:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DashSettingsUpdateLeadAuth.
+const (
+	DashSettingsUpdateLeadAuthBrowserAllowed DashSettingsUpdateLeadAuth = "browser_allowed"
+	DashSettingsUpdateLeadAuthLessThannil    DashSettingsUpdateLeadAuth = "<nil>"
+	DashSettingsUpdateLeadAuthServerRequired DashSettingsUpdateLeadAuth = "server_required"
+)
+
+// Valid indicates whether the value is a known member of the DashSettingsUpdateLeadAuth enum.
+func (e DashSettingsUpdateLeadAuth) Valid() bool {
+	switch e {
+	case DashSettingsUpdateLeadAuthBrowserAllowed:
+		return true
+	case DashSettingsUpdateLeadAuthLessThannil:
+		return true
+	case DashSettingsUpdateLeadAuthServerRequired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DashSignInRefusalErrorDetailsCode.
+const (
+	ACCOUNTBLOCKED           DashSignInRefusalErrorDetailsCode = "ACCOUNT_BLOCKED"
+	IDENTITYMISMATCH         DashSignInRefusalErrorDetailsCode = "IDENTITY_MISMATCH"
+	PROVIDEREMAILNOTVERIFIED DashSignInRefusalErrorDetailsCode = "PROVIDER_EMAIL_NOT_VERIFIED"
+)
+
+// Valid indicates whether the value is a known member of the DashSignInRefusalErrorDetailsCode enum.
+func (e DashSignInRefusalErrorDetailsCode) Valid() bool {
+	switch e {
+	case ACCOUNTBLOCKED:
+		return true
+	case IDENTITYMISMATCH:
+		return true
+	case PROVIDEREMAILNOTVERIFIED:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DashTrackingEventEventType.
+const (
+	DashTrackingEventEventTypeClick      DashTrackingEventEventType = "click"
+	DashTrackingEventEventTypeConversion DashTrackingEventEventType = "conversion"
+	DashTrackingEventEventTypeLead       DashTrackingEventEventType = "lead"
+)
+
+// Valid indicates whether the value is a known member of the DashTrackingEventEventType enum.
+func (e DashTrackingEventEventType) Valid() bool {
+	switch e {
+	case DashTrackingEventEventTypeClick:
+		return true
+	case DashTrackingEventEventTypeConversion:
+		return true
+	case DashTrackingEventEventTypeLead:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DashWebhookEvent.
+const (
+	CommissionCreated  DashWebhookEvent = "commission.created"
+	CommissionRefunded DashWebhookEvent = "commission.refunded"
+	CommissionReversed DashWebhookEvent = "commission.reversed"
+	LeadCreated        DashWebhookEvent = "lead.created"
+	SaleCreated        DashWebhookEvent = "sale.created"
+)
+
+// Valid indicates whether the value is a known member of the DashWebhookEvent enum.
+func (e DashWebhookEvent) Valid() bool {
+	switch e {
+	case CommissionCreated:
+		return true
+	case CommissionRefunded:
+		return true
+	case CommissionReversed:
+		return true
+	case LeadCreated:
+		return true
+	case SaleCreated:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for OpAddMemberRequestRole.
 const (
 	OpAddMemberRequestRoleAdmin  OpAddMemberRequestRole = "admin"
@@ -760,6 +1003,27 @@ func (e OpWithdrawalStatus) Valid() bool {
 	}
 }
 
+// Defines values for OpsReadinessStatus.
+const (
+	OpsReadinessStatusDegraded    OpsReadinessStatus = "degraded"
+	OpsReadinessStatusReady       OpsReadinessStatus = "ready"
+	OpsReadinessStatusUnavailable OpsReadinessStatus = "unavailable"
+)
+
+// Valid indicates whether the value is a known member of the OpsReadinessStatus enum.
+func (e OpsReadinessStatus) Valid() bool {
+	switch e {
+	case OpsReadinessStatusDegraded:
+		return true
+	case OpsReadinessStatusReady:
+		return true
+	case OpsReadinessStatusUnavailable:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for PlatformErrorErrorCode.
 const (
 	PlatformErrorErrorCodeDuplicateTransaction PlatformErrorErrorCode = "duplicate_transaction"
@@ -841,6 +1105,354 @@ func (e PlatformErrorErrorName) Valid() bool {
 	case PlatformErrorErrorNameUnauthorizedError:
 		return true
 	case PlatformErrorErrorNameUnprocessableEntityError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ProgramMeChainVerdict.
+const (
+	ProgramMeChainVerdictAttributed   ProgramMeChainVerdict = "attributed"
+	ProgramMeChainVerdictPending      ProgramMeChainVerdict = "pending"
+	ProgramMeChainVerdictUnattributed ProgramMeChainVerdict = "unattributed"
+	ProgramMeChainVerdictWrongPartner ProgramMeChainVerdict = "wrong_partner"
+)
+
+// Valid indicates whether the value is a known member of the ProgramMeChainVerdict enum.
+func (e ProgramMeChainVerdict) Valid() bool {
+	switch e {
+	case ProgramMeChainVerdictAttributed:
+		return true
+	case ProgramMeChainVerdictPending:
+		return true
+	case ProgramMeChainVerdictUnattributed:
+		return true
+	case ProgramMeChainVerdictWrongPartner:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ProgramMeGateNextAction.
+const (
+	ProgramMeGateNextActionCompleteProgramProfile     ProgramMeGateNextAction = "complete_program_profile"
+	ProgramMeGateNextActionInstallTrackerOrSendEvents ProgramMeGateNextAction = "install_tracker_or_send_events"
+	ProgramMeGateNextActionLessThannil                ProgramMeGateNextAction = "<nil>"
+	ProgramMeGateNextActionRunSyntheticSaleChain      ProgramMeGateNextAction = "run_synthetic_sale_chain"
+	ProgramMeGateNextActionSetCommissionPolicy        ProgramMeGateNextAction = "set_commission_policy"
+	ProgramMeGateNextActionSurfaceStripeConnectUrl    ProgramMeGateNextAction = "surface_stripe_connect_url"
+)
+
+// Valid indicates whether the value is a known member of the ProgramMeGateNextAction enum.
+func (e ProgramMeGateNextAction) Valid() bool {
+	switch e {
+	case ProgramMeGateNextActionCompleteProgramProfile:
+		return true
+	case ProgramMeGateNextActionInstallTrackerOrSendEvents:
+		return true
+	case ProgramMeGateNextActionLessThannil:
+		return true
+	case ProgramMeGateNextActionRunSyntheticSaleChain:
+		return true
+	case ProgramMeGateNextActionSetCommissionPolicy:
+		return true
+	case ProgramMeGateNextActionSurfaceStripeConnectUrl:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ProgramMeGateStatus.
+const (
+	ProgramMeGateStatusFail    ProgramMeGateStatus = "fail"
+	ProgramMeGateStatusPass    ProgramMeGateStatus = "pass"
+	ProgramMeGateStatusUnknown ProgramMeGateStatus = "unknown"
+)
+
+// Valid indicates whether the value is a known member of the ProgramMeGateStatus enum.
+func (e ProgramMeGateStatus) Valid() bool {
+	switch e {
+	case ProgramMeGateStatusFail:
+		return true
+	case ProgramMeGateStatusPass:
+		return true
+	case ProgramMeGateStatusUnknown:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ProgramMeInvalidKeyErrorMessage.
+const (
+	InvalidAPIToken                                          ProgramMeInvalidKeyErrorMessage = "Invalid API token."
+	MissingAPIToken                                          ProgramMeInvalidKeyErrorMessage = "Missing API token."
+	MissingOrMalformedAuthorizationHeaderExpectedBearerToken ProgramMeInvalidKeyErrorMessage = "Missing or malformed Authorization header; expected Bearer token."
+)
+
+// Valid indicates whether the value is a known member of the ProgramMeInvalidKeyErrorMessage enum.
+func (e ProgramMeInvalidKeyErrorMessage) Valid() bool {
+	switch e {
+	case InvalidAPIToken:
+		return true
+	case MissingAPIToken:
+		return true
+	case MissingOrMalformedAuthorizationHeaderExpectedBearerToken:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ProgramMeReadinessBlocker.
+const (
+	ProgramMeReadinessBlockerEconomics   ProgramMeReadinessBlocker = "economics"
+	ProgramMeReadinessBlockerLessThannil ProgramMeReadinessBlocker = "<nil>"
+	ProgramMeReadinessBlockerLive        ProgramMeReadinessBlocker = "live"
+	ProgramMeReadinessBlockerPayout      ProgramMeReadinessBlocker = "payout"
+	ProgramMeReadinessBlockerProfile     ProgramMeReadinessBlocker = "profile"
+	ProgramMeReadinessBlockerTracking    ProgramMeReadinessBlocker = "tracking"
+)
+
+// Valid indicates whether the value is a known member of the ProgramMeReadinessBlocker enum.
+func (e ProgramMeReadinessBlocker) Valid() bool {
+	switch e {
+	case ProgramMeReadinessBlockerEconomics:
+		return true
+	case ProgramMeReadinessBlockerLessThannil:
+		return true
+	case ProgramMeReadinessBlockerLive:
+		return true
+	case ProgramMeReadinessBlockerPayout:
+		return true
+	case ProgramMeReadinessBlockerProfile:
+		return true
+	case ProgramMeReadinessBlockerTracking:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ProgramMeReadinessGatesLiveNextAction.
+const (
+	ProgramMeReadinessGatesLiveNextActionCompleteProgramProfile     ProgramMeReadinessGatesLiveNextAction = "complete_program_profile"
+	ProgramMeReadinessGatesLiveNextActionInstallTrackerOrSendEvents ProgramMeReadinessGatesLiveNextAction = "install_tracker_or_send_events"
+	ProgramMeReadinessGatesLiveNextActionLessThannil                ProgramMeReadinessGatesLiveNextAction = "<nil>"
+	ProgramMeReadinessGatesLiveNextActionRunSyntheticSaleChain      ProgramMeReadinessGatesLiveNextAction = "run_synthetic_sale_chain"
+	ProgramMeReadinessGatesLiveNextActionSetCommissionPolicy        ProgramMeReadinessGatesLiveNextAction = "set_commission_policy"
+	ProgramMeReadinessGatesLiveNextActionSurfaceStripeConnectUrl    ProgramMeReadinessGatesLiveNextAction = "surface_stripe_connect_url"
+)
+
+// Valid indicates whether the value is a known member of the ProgramMeReadinessGatesLiveNextAction enum.
+func (e ProgramMeReadinessGatesLiveNextAction) Valid() bool {
+	switch e {
+	case ProgramMeReadinessGatesLiveNextActionCompleteProgramProfile:
+		return true
+	case ProgramMeReadinessGatesLiveNextActionInstallTrackerOrSendEvents:
+		return true
+	case ProgramMeReadinessGatesLiveNextActionLessThannil:
+		return true
+	case ProgramMeReadinessGatesLiveNextActionRunSyntheticSaleChain:
+		return true
+	case ProgramMeReadinessGatesLiveNextActionSetCommissionPolicy:
+		return true
+	case ProgramMeReadinessGatesLiveNextActionSurfaceStripeConnectUrl:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ProgramMeReadinessGatesLiveStatus.
+const (
+	ProgramMeReadinessGatesLiveStatusFail    ProgramMeReadinessGatesLiveStatus = "fail"
+	ProgramMeReadinessGatesLiveStatusPass    ProgramMeReadinessGatesLiveStatus = "pass"
+	ProgramMeReadinessGatesLiveStatusUnknown ProgramMeReadinessGatesLiveStatus = "unknown"
+)
+
+// Valid indicates whether the value is a known member of the ProgramMeReadinessGatesLiveStatus enum.
+func (e ProgramMeReadinessGatesLiveStatus) Valid() bool {
+	switch e {
+	case ProgramMeReadinessGatesLiveStatusFail:
+		return true
+	case ProgramMeReadinessGatesLiveStatusPass:
+		return true
+	case ProgramMeReadinessGatesLiveStatusUnknown:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ProgramMeReadinessGatesPayoutMode.
+const (
+	ProgramMeReadinessGatesPayoutModeLessThannil ProgramMeReadinessGatesPayoutMode = "<nil>"
+	ProgramMeReadinessGatesPayoutModeS2s         ProgramMeReadinessGatesPayoutMode = "s2s"
+	ProgramMeReadinessGatesPayoutModeStripe      ProgramMeReadinessGatesPayoutMode = "stripe"
+)
+
+// Valid indicates whether the value is a known member of the ProgramMeReadinessGatesPayoutMode enum.
+func (e ProgramMeReadinessGatesPayoutMode) Valid() bool {
+	switch e {
+	case ProgramMeReadinessGatesPayoutModeLessThannil:
+		return true
+	case ProgramMeReadinessGatesPayoutModeS2s:
+		return true
+	case ProgramMeReadinessGatesPayoutModeStripe:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ProgramMeReadinessGatesPayoutNextAction.
+const (
+	ProgramMeReadinessGatesPayoutNextActionCompleteProgramProfile     ProgramMeReadinessGatesPayoutNextAction = "complete_program_profile"
+	ProgramMeReadinessGatesPayoutNextActionInstallTrackerOrSendEvents ProgramMeReadinessGatesPayoutNextAction = "install_tracker_or_send_events"
+	ProgramMeReadinessGatesPayoutNextActionLessThannil                ProgramMeReadinessGatesPayoutNextAction = "<nil>"
+	ProgramMeReadinessGatesPayoutNextActionRunSyntheticSaleChain      ProgramMeReadinessGatesPayoutNextAction = "run_synthetic_sale_chain"
+	ProgramMeReadinessGatesPayoutNextActionSetCommissionPolicy        ProgramMeReadinessGatesPayoutNextAction = "set_commission_policy"
+	ProgramMeReadinessGatesPayoutNextActionSurfaceStripeConnectUrl    ProgramMeReadinessGatesPayoutNextAction = "surface_stripe_connect_url"
+)
+
+// Valid indicates whether the value is a known member of the ProgramMeReadinessGatesPayoutNextAction enum.
+func (e ProgramMeReadinessGatesPayoutNextAction) Valid() bool {
+	switch e {
+	case ProgramMeReadinessGatesPayoutNextActionCompleteProgramProfile:
+		return true
+	case ProgramMeReadinessGatesPayoutNextActionInstallTrackerOrSendEvents:
+		return true
+	case ProgramMeReadinessGatesPayoutNextActionLessThannil:
+		return true
+	case ProgramMeReadinessGatesPayoutNextActionRunSyntheticSaleChain:
+		return true
+	case ProgramMeReadinessGatesPayoutNextActionSetCommissionPolicy:
+		return true
+	case ProgramMeReadinessGatesPayoutNextActionSurfaceStripeConnectUrl:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ProgramMeReadinessGatesPayoutStatus.
+const (
+	ProgramMeReadinessGatesPayoutStatusFail    ProgramMeReadinessGatesPayoutStatus = "fail"
+	ProgramMeReadinessGatesPayoutStatusPass    ProgramMeReadinessGatesPayoutStatus = "pass"
+	ProgramMeReadinessGatesPayoutStatusUnknown ProgramMeReadinessGatesPayoutStatus = "unknown"
+)
+
+// Valid indicates whether the value is a known member of the ProgramMeReadinessGatesPayoutStatus enum.
+func (e ProgramMeReadinessGatesPayoutStatus) Valid() bool {
+	switch e {
+	case ProgramMeReadinessGatesPayoutStatusFail:
+		return true
+	case ProgramMeReadinessGatesPayoutStatusPass:
+		return true
+	case ProgramMeReadinessGatesPayoutStatusUnknown:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ProgramMeReadinessGatesTrackingNextAction.
+const (
+	ProgramMeReadinessGatesTrackingNextActionCompleteProgramProfile     ProgramMeReadinessGatesTrackingNextAction = "complete_program_profile"
+	ProgramMeReadinessGatesTrackingNextActionInstallTrackerOrSendEvents ProgramMeReadinessGatesTrackingNextAction = "install_tracker_or_send_events"
+	ProgramMeReadinessGatesTrackingNextActionLessThannil                ProgramMeReadinessGatesTrackingNextAction = "<nil>"
+	ProgramMeReadinessGatesTrackingNextActionRunSyntheticSaleChain      ProgramMeReadinessGatesTrackingNextAction = "run_synthetic_sale_chain"
+	ProgramMeReadinessGatesTrackingNextActionSetCommissionPolicy        ProgramMeReadinessGatesTrackingNextAction = "set_commission_policy"
+	ProgramMeReadinessGatesTrackingNextActionSurfaceStripeConnectUrl    ProgramMeReadinessGatesTrackingNextAction = "surface_stripe_connect_url"
+)
+
+// Valid indicates whether the value is a known member of the ProgramMeReadinessGatesTrackingNextAction enum.
+func (e ProgramMeReadinessGatesTrackingNextAction) Valid() bool {
+	switch e {
+	case ProgramMeReadinessGatesTrackingNextActionCompleteProgramProfile:
+		return true
+	case ProgramMeReadinessGatesTrackingNextActionInstallTrackerOrSendEvents:
+		return true
+	case ProgramMeReadinessGatesTrackingNextActionLessThannil:
+		return true
+	case ProgramMeReadinessGatesTrackingNextActionRunSyntheticSaleChain:
+		return true
+	case ProgramMeReadinessGatesTrackingNextActionSetCommissionPolicy:
+		return true
+	case ProgramMeReadinessGatesTrackingNextActionSurfaceStripeConnectUrl:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ProgramMeReadinessGatesTrackingStatus.
+const (
+	ProgramMeReadinessGatesTrackingStatusFail    ProgramMeReadinessGatesTrackingStatus = "fail"
+	ProgramMeReadinessGatesTrackingStatusPass    ProgramMeReadinessGatesTrackingStatus = "pass"
+	ProgramMeReadinessGatesTrackingStatusUnknown ProgramMeReadinessGatesTrackingStatus = "unknown"
+)
+
+// Valid indicates whether the value is a known member of the ProgramMeReadinessGatesTrackingStatus enum.
+func (e ProgramMeReadinessGatesTrackingStatus) Valid() bool {
+	switch e {
+	case ProgramMeReadinessGatesTrackingStatusFail:
+		return true
+	case ProgramMeReadinessGatesTrackingStatusPass:
+		return true
+	case ProgramMeReadinessGatesTrackingStatusUnknown:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ProgramMeReadinessState.
+const (
+	ProgramMeReadinessStateConfiguring         ProgramMeReadinessState = "configuring"
+	ProgramMeReadinessStateDraft               ProgramMeReadinessState = "draft"
+	ProgramMeReadinessStateIntegrationVerified ProgramMeReadinessState = "integration_verified"
+	ProgramMeReadinessStateLiveVerified        ProgramMeReadinessState = "live_verified"
+	ProgramMeReadinessStateReady               ProgramMeReadinessState = "ready"
+)
+
+// Valid indicates whether the value is a known member of the ProgramMeReadinessState enum.
+func (e ProgramMeReadinessState) Valid() bool {
+	switch e {
+	case ProgramMeReadinessStateConfiguring:
+		return true
+	case ProgramMeReadinessStateDraft:
+		return true
+	case ProgramMeReadinessStateIntegrationVerified:
+		return true
+	case ProgramMeReadinessStateLiveVerified:
+		return true
+	case ProgramMeReadinessStateReady:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ProgramMeSourcesResponseDataGroupBy.
+const (
+	Partner         ProgramMeSourcesResponseDataGroupBy = "partner"
+	Referrer        ProgramMeSourcesResponseDataGroupBy = "referrer"
+	Referrerpartner ProgramMeSourcesResponseDataGroupBy = "referrer,partner"
+)
+
+// Valid indicates whether the value is a known member of the ProgramMeSourcesResponseDataGroupBy enum.
+func (e ProgramMeSourcesResponseDataGroupBy) Valid() bool {
+	switch e {
+	case Partner:
+		return true
+	case Referrer:
+		return true
+	case Referrerpartner:
 		return true
 	default:
 		return false
@@ -953,6 +1565,41 @@ func (e TrackRefundSkippedReason) Valid() bool {
 	default:
 		return false
 	}
+}
+
+// Defines values for ListTrackingEventsParamsEventType.
+const (
+	ListTrackingEventsParamsEventTypeAll        ListTrackingEventsParamsEventType = "all"
+	ListTrackingEventsParamsEventTypeClick      ListTrackingEventsParamsEventType = "click"
+	ListTrackingEventsParamsEventTypeConversion ListTrackingEventsParamsEventType = "conversion"
+	ListTrackingEventsParamsEventTypeLead       ListTrackingEventsParamsEventType = "lead"
+)
+
+// Valid indicates whether the value is a known member of the ListTrackingEventsParamsEventType enum.
+func (e ListTrackingEventsParamsEventType) Valid() bool {
+	switch e {
+	case ListTrackingEventsParamsEventTypeAll:
+		return true
+	case ListTrackingEventsParamsEventTypeClick:
+		return true
+	case ListTrackingEventsParamsEventTypeConversion:
+		return true
+	case ListTrackingEventsParamsEventTypeLead:
+		return true
+	default:
+		return false
+	}
+}
+
+// AgentProgramList defines model for AgentProgramList.
+type AgentProgramList struct {
+	Data []DashProgramSettings `json:"data"`
+}
+
+// AgentProgramResponse defines model for AgentProgramResponse.
+type AgentProgramResponse struct {
+	// Data A program as every read renders it (the key only masked), and whether a processor webhook signing secret is set.
+	Data DashProgramSettings `json:"data"`
 }
 
 // CliAuthCallback A signed-in login.
@@ -1252,6 +1899,318 @@ type CliTestEventRequestProgramId1 = string
 // CliTestEventRequest_ProgramId The key's own program (an integer or a string); another is refused (403).
 type CliTestEventRequest_ProgramId struct {
 	union json.RawMessage
+}
+
+// DashKeyRequest defines model for DashKeyRequest.
+type DashKeyRequest struct {
+	// Mode Which key to replace.
+	Mode *DashKeyRequestMode `json:"mode,omitempty"`
+}
+
+// DashKeyRequestMode Which key to replace.
+type DashKeyRequestMode string
+
+// DashKeyResponse defines model for DashKeyResponse.
+type DashKeyResponse struct {
+	Data struct {
+		// ApiKey The full key (`aff_…`, or `aff_test_…` for the test key); shown only here.
+		ApiKey         string                  `json:"api_key"`
+		ApiTokenMasked string                  `json:"api_token_masked"`
+		Mode           DashKeyResponseDataMode `json:"mode"`
+		ProgramId      int64                   `json:"program_id"`
+	} `json:"data"`
+}
+
+// DashKeyResponseDataMode defines model for DashKeyResponse.Data.Mode.
+type DashKeyResponseDataMode string
+
+// DashNotificationList defines model for DashNotificationList.
+type DashNotificationList struct {
+	Data []struct {
+		Body      string    `json:"body"`
+		CreatedAt time.Time `json:"created_at"`
+
+		// Data Details of the notification (ids of the commission and sale).
+		Data *map[string]interface{} `json:"data,omitempty"`
+		Id   int64                   `json:"id"`
+
+		// Kind Examples: commission.manual_review
+		Kind   string     `json:"kind"`
+		ReadAt *time.Time `json:"read_at"`
+		Title  string     `json:"title"`
+	} `json:"data"`
+}
+
+// DashProgramSettings A program as every read renders it (the key only masked), and whether a processor webhook signing secret is set.
+type DashProgramSettings struct {
+	// ApiTokenMasked Examples: aff_****3f9c
+	ApiTokenMasked string `json:"api_token_masked"`
+
+	// CommissionRate Percent for the percent types; major units of the program's currency for the fixed ones.
+	CommissionRate json.Number                       `json:"commission_rate"`
+	CommissionType DashProgramSettingsCommissionType `json:"commission_type"`
+	CookieDuration int                               `json:"cookie_duration"`
+	CreatedAt      time.Time                         `json:"created_at"`
+	Currency       DashProgramSettingsCurrency       `json:"currency"`
+	Domain         string                            `json:"domain"`
+
+	// DurationMonths 0 means lifetime.
+	DurationMonths int                         `json:"duration_months"`
+	HoldDays       int                         `json:"hold_days"`
+	Id             int64                       `json:"id"`
+	LeadAuth       DashProgramSettingsLeadAuth `json:"lead_auth"`
+	Name           string                      `json:"name"`
+	Status         string                      `json:"status"`
+
+	// StripeWebhookSecretSet Whether a processor webhook signing secret is configured (the secret itself is never returned).
+	StripeWebhookSecretSet bool      `json:"stripe_webhook_secret_set"`
+	UpdatedAt              time.Time `json:"updated_at"`
+	WorkspaceId            int64     `json:"workspace_id"`
+}
+
+// DashProgramSettingsCommissionType defines model for DashProgramSettings.CommissionType.
+type DashProgramSettingsCommissionType string
+
+// DashProgramSettingsCurrency defines model for DashProgramSettings.Currency.
+type DashProgramSettingsCurrency string
+
+// DashProgramSettingsLeadAuth defines model for DashProgramSettings.LeadAuth.
+type DashProgramSettingsLeadAuth string
+
+// DashSettingsResponse defines model for DashSettingsResponse.
+type DashSettingsResponse struct {
+	// Data A program as every read renders it (the key only masked), and whether a processor webhook signing secret is set.
+	Data DashProgramSettings `json:"data"`
+}
+
+// DashSettingsUpdate The fields to change; absent or null fields keep their value.
+// Validated in this order with CLI init's messages; nothing is
+// written when one is refused.
+type DashSettingsUpdate struct {
+	// CommissionRate At most 4 decimal places; at most 100 for the percent types, 1000000000 for the fixed ones.
+	CommissionRate *json.Number                      `json:"commission_rate,omitempty"`
+	CommissionType *DashSettingsUpdateCommissionType `json:"commission_type,omitempty"`
+	CookieDuration *int                              `json:"cookie_duration,omitempty"`
+	Currency       *DashSettingsUpdateCurrency       `json:"currency,omitempty"`
+
+	// Domain A host name; a pasted scheme, path or port is stripped and it is lower-cased.
+	Domain *string `json:"domain,omitempty"`
+
+	// DurationMonths 0 means lifetime.
+	DurationMonths *int                        `json:"duration_months,omitempty"`
+	HoldDays       *int                        `json:"hold_days,omitempty"`
+	LeadAuth       *DashSettingsUpdateLeadAuth `json:"lead_auth,omitempty"`
+
+	// Name 1 to 200 characters after trimming.
+	Name *string `json:"name,omitempty"`
+
+	// StripeWebhookSecret Signing secret (`whsec_…`) of a processor webhook the brand added itself (`/webhooks/stripe/{programId}`); an empty string removes it. Write-only.
+	StripeWebhookSecret *string `json:"stripe_webhook_secret,omitempty"`
+}
+
+// DashSettingsUpdateCommissionType defines model for DashSettingsUpdate.CommissionType.
+type DashSettingsUpdateCommissionType string
+
+// DashSettingsUpdateCurrency defines model for DashSettingsUpdate.Currency.
+type DashSettingsUpdateCurrency string
+
+// DashSettingsUpdateLeadAuth defines model for DashSettingsUpdate.LeadAuth.
+type DashSettingsUpdateLeadAuth string
+
+// DashSignInRefusal A sign-in refusal; `error.details.code` says why.
+type DashSignInRefusal struct {
+	Data  any `json:"data"`
+	Error struct {
+		Details struct {
+			Code DashSignInRefusalErrorDetailsCode `json:"code"`
+		} `json:"details"`
+	} `json:"error"`
+}
+
+// DashSignInRefusalErrorDetailsCode defines model for DashSignInRefusal.Error.Details.Code.
+type DashSignInRefusalErrorDetailsCode string
+
+// DashSignInRequest defines model for DashSignInRequest.
+type DashSignInRequest struct {
+	// IdToken An OpenID Connect id_token of the configured provider.
+	IdToken string `json:"id_token"`
+}
+
+// DashSignInResponse defines model for DashSignInResponse.
+type DashSignInResponse struct {
+	Data struct {
+		ExpiresAt time.Time `json:"expires_at"`
+
+		// Token The dashboard token (`pt_sess_…`) for `Authorization: Bearer`.
+		Token string `json:"token"`
+		User  struct {
+			Email string `json:"email"`
+			Id    int64  `json:"id"`
+		} `json:"user"`
+	} `json:"data"`
+}
+
+// DashSignOutResponse defines model for DashSignOutResponse.
+type DashSignOutResponse struct {
+	Data struct {
+		Revoked interface{} `json:"revoked"`
+	} `json:"data"`
+}
+
+// DashTrackingEvent A click, lead or conversion (sale) normalized for the listing.
+// Fields that do not apply to the type are absent; a value the source
+// event does not carry is null. A click's `id` is derived from its
+// click id (at least 2^52, exact in JavaScript), so it never equals a
+// lead or sale id.
+type DashTrackingEvent struct {
+	// AmountCents Conversion; minor units of `currency`.
+	AmountCents *int64 `json:"amount_cents,omitempty"`
+
+	// BrowserName Click.
+	BrowserName *string `json:"browser_name,omitempty"`
+	ClickId     *string `json:"click_id"`
+
+	// Converted Click and lead.
+	Converted *bool     `json:"converted,omitempty"`
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Currency Conversion.
+	Currency *string `json:"currency,omitempty"`
+
+	// CustomerKey Lead.
+	CustomerKey *string `json:"customer_key,omitempty"`
+
+	// DeviceOs Click.
+	DeviceOs *string `json:"device_os,omitempty"`
+
+	// DeviceType Click.
+	DeviceType *string                    `json:"device_type,omitempty"`
+	EventType  DashTrackingEventEventType `json:"event_type"`
+
+	// GeoCity Click.
+	GeoCity *string `json:"geo_city,omitempty"`
+
+	// GeoCountry Click.
+	GeoCountry *string `json:"geo_country,omitempty"`
+
+	// GeoRegion Click.
+	GeoRegion *string `json:"geo_region,omitempty"`
+	Id        int64   `json:"id"`
+
+	// IsRecurring Conversion.
+	IsRecurring *bool `json:"is_recurring,omitempty"`
+
+	// PageUrl Click and lead.
+	PageUrl *string `json:"page_url,omitempty"`
+
+	// PaymentStatus Conversion.
+	PaymentStatus *string `json:"payment_status,omitempty"`
+
+	// ProcessorEventId Conversion.
+	ProcessorEventId *string `json:"processor_event_id,omitempty"`
+
+	// ReferrerUrl Click.
+	ReferrerUrl *string `json:"referrer_url,omitempty"`
+
+	// SaleType Conversion.
+	SaleType *string `json:"sale_type,omitempty"`
+
+	// SessionId Click and lead.
+	SessionId *string `json:"session_id,omitempty"`
+
+	// Timestamp The source event's own time (click time, lead time or sale date).
+	Timestamp time.Time `json:"timestamp"`
+}
+
+// DashTrackingEventEventType defines model for DashTrackingEvent.EventType.
+type DashTrackingEventEventType string
+
+// DashTrackingEventList defines model for DashTrackingEventList.
+type DashTrackingEventList struct {
+	Data []DashTrackingEvent `json:"data"`
+	Meta struct {
+		Pagination struct {
+			Page      int `json:"page"`
+			PageCount int `json:"pageCount"`
+			PageSize  int `json:"pageSize"`
+
+			// Total Events in the merged set (at most 3 × pageSize per type).
+			Total int `json:"total"`
+		} `json:"pagination"`
+	} `json:"meta"`
+}
+
+// DashWebhookCreate defines model for DashWebhookCreate.
+type DashWebhookCreate struct {
+	Events []DashWebhookEvent `json:"events"`
+
+	// Url An absolute http or https URL of at most 2048 characters, without user info or fragment.
+	Url string `json:"url"`
+}
+
+// DashWebhookCreated defines model for DashWebhookCreated.
+type DashWebhookCreated struct {
+	Data struct {
+		CreatedAt time.Time          `json:"created_at"`
+		Events    []DashWebhookEvent `json:"events"`
+		Id        int64              `json:"id"`
+		ProgramId int64              `json:"program_id"`
+
+		// Secret The signing secret (`whsec_…`); shown only here.
+		Secret string `json:"secret"`
+		Url    string `json:"url"`
+	} `json:"data"`
+}
+
+// DashWebhookDeleted defines model for DashWebhookDeleted.
+type DashWebhookDeleted struct {
+	Data struct {
+		Deleted interface{} `json:"deleted"`
+		Id      int64       `json:"id"`
+	} `json:"data"`
+}
+
+// DashWebhookDelivery One HTTP attempt of one message.
+type DashWebhookDelivery struct {
+	Attempt   int              `json:"attempt"`
+	CreatedAt time.Time        `json:"created_at"`
+	Error     *string          `json:"error"`
+	EventType DashWebhookEvent `json:"event_type"`
+	Id        int64            `json:"id"`
+	LatencyMs int              `json:"latency_ms"`
+
+	// MessageId The `webhook-id` header; a retry keeps it.
+	MessageId string `json:"message_id"`
+
+	// StatusCode Null when no response arrived.
+	StatusCode *int `json:"status_code"`
+	Succeeded  bool `json:"succeeded"`
+}
+
+// DashWebhookEndpoint defines model for DashWebhookEndpoint.
+type DashWebhookEndpoint struct {
+	CreatedAt time.Time          `json:"created_at"`
+	Events    []DashWebhookEvent `json:"events"`
+	Id        int64              `json:"id"`
+	ProgramId int64              `json:"program_id"`
+	Url       string             `json:"url"`
+}
+
+// DashWebhookEvent defines model for DashWebhookEvent.
+type DashWebhookEvent string
+
+// DashWebhookList defines model for DashWebhookList.
+type DashWebhookList struct {
+	Data []struct {
+		CreatedAt time.Time `json:"created_at"`
+
+		// Deliveries The most recent attempts (at most 20), newest first.
+		Deliveries []DashWebhookDelivery `json:"deliveries"`
+		Events     []DashWebhookEvent    `json:"events"`
+		Id         int64                 `json:"id"`
+		ProgramId  int64                 `json:"program_id"`
+		Url        string                `json:"url"`
+	} `json:"data"`
 }
 
 // KeyRotationError A program key past its rotation deadline (typed envelope).
@@ -1610,6 +2569,21 @@ type OpWorkspace struct {
 	OwnerUserId int64  `json:"owner_user_id"`
 }
 
+// OpsHealth defines model for OpsHealth.
+type OpsHealth struct {
+	Status interface{} `json:"status"`
+}
+
+// OpsReadiness defines model for OpsReadiness.
+type OpsReadiness struct {
+	// Checks Each dependency's result: `ok`, or `error: <why>`.
+	Checks map[string]string  `json:"checks"`
+	Status OpsReadinessStatus `json:"status"`
+}
+
+// OpsReadinessStatus defines model for OpsReadiness.Status.
+type OpsReadinessStatus string
+
 // PlatformError The platform envelope of a failure: `data` is null and `error` has
 // `status`, `name`, `message`, `details` and, on sale and refund,
 // the stable `code`.
@@ -1632,6 +2606,166 @@ type PlatformErrorErrorCode string
 
 // PlatformErrorErrorName defines model for PlatformError.Error.Name.
 type PlatformErrorErrorName string
+
+// ProgramMeChainVerdict defines model for ProgramMeChainVerdict.
+type ProgramMeChainVerdict string
+
+// ProgramMeGate defines model for ProgramMeGate.
+type ProgramMeGate struct {
+	NextAction *ProgramMeGateNextAction `json:"next_action"`
+	Status     ProgramMeGateStatus      `json:"status"`
+}
+
+// ProgramMeGateNextAction defines model for ProgramMeGate.NextAction.
+type ProgramMeGateNextAction string
+
+// ProgramMeGateStatus defines model for ProgramMeGate.Status.
+type ProgramMeGateStatus string
+
+// ProgramMeInternalError A failure on the service side (typed envelope); retry after `retry_after_seconds`.
+type ProgramMeInternalError struct {
+	Error struct {
+		Code              interface{} `json:"code"`
+		Message           string      `json:"message"`
+		RetryAfterSeconds interface{} `json:"retry_after_seconds"`
+		Status            interface{} `json:"status"`
+	} `json:"error"`
+}
+
+// ProgramMeInvalidKey No usable program key (typed envelope, `invalid_key`); the messages end with a period.
+type ProgramMeInvalidKey struct {
+	Error struct {
+		Code    interface{}                     `json:"code"`
+		Message ProgramMeInvalidKeyErrorMessage `json:"message"`
+		Status  interface{}                     `json:"status"`
+	} `json:"error"`
+}
+
+// ProgramMeInvalidKeyErrorMessage defines model for ProgramMeInvalidKey.Error.Message.
+type ProgramMeInvalidKeyErrorMessage string
+
+// ProgramMeReadiness The integration verdict, bare (no `data`); `warnings` is added while the key is marked for rotation.
+type ProgramMeReadiness struct {
+	// Blocker The first gate that does not pass.
+	Blocker   *ProgramMeReadinessBlocker `json:"blocker"`
+	Counts24h struct {
+		Clicks int `json:"clicks"`
+		Leads  int `json:"leads"`
+		Sales  int `json:"sales"`
+	} `json:"counts_24h"`
+	Gates struct {
+		Economics ProgramMeGate `json:"economics"`
+		Live      struct {
+			LastChainAt *time.Time                             `json:"last_chain_at"`
+			NextAction  *ProgramMeReadinessGatesLiveNextAction `json:"next_action"`
+			Status      ProgramMeReadinessGatesLiveStatus      `json:"status"`
+
+			// TestChain The verdict of the last synthetic chain, or null.
+			TestChain *struct {
+				Click ProgramMeChainVerdict `json:"click"`
+				Lead  ProgramMeChainVerdict `json:"lead"`
+				Sale  ProgramMeChainVerdict `json:"sale"`
+			} `json:"test_chain"`
+		} `json:"live"`
+		Payout struct {
+			// Endpoint Where sales arrive: the processor webhook (mode stripe) or the sale endpoint (s2s, and while the gate fails).
+			Endpoint   *string                                  `json:"endpoint"`
+			Mode       *ProgramMeReadinessGatesPayoutMode       `json:"mode"`
+			NextAction *ProgramMeReadinessGatesPayoutNextAction `json:"next_action"`
+			Status     ProgramMeReadinessGatesPayoutStatus      `json:"status"`
+		} `json:"payout"`
+		Profile  ProgramMeGate `json:"profile"`
+		Tracking struct {
+			CheckedAt  time.Time                                  `json:"checked_at"`
+			Detail     string                                     `json:"detail"`
+			NextAction *ProgramMeReadinessGatesTrackingNextAction `json:"next_action"`
+			Status     ProgramMeReadinessGatesTrackingStatus      `json:"status"`
+		} `json:"tracking"`
+	} `json:"gates"`
+	IntegrationVerified bool       `json:"integration_verified"`
+	KeyRotatedAt        *time.Time `json:"key_rotated_at"`
+	LastEventAt         struct {
+		Click *time.Time `json:"click"`
+		Lead  *time.Time `json:"lead"`
+		Sale  *time.Time `json:"sale"`
+	} `json:"last_event_at"`
+	Poll struct {
+		// RetryAfterSeconds Examples: 5
+		RetryAfterSeconds int `json:"retry_after_seconds"`
+	} `json:"poll"`
+	ProgramId int64                   `json:"program_id"`
+	State     ProgramMeReadinessState `json:"state"`
+
+	// Warnings Present while the key is marked for rotation and before its deadline.
+	Warnings *Warnings `json:"warnings,omitempty"`
+}
+
+// ProgramMeReadinessBlocker The first gate that does not pass.
+type ProgramMeReadinessBlocker string
+
+// ProgramMeReadinessGatesLiveNextAction defines model for ProgramMeReadiness.Gates.Live.NextAction.
+type ProgramMeReadinessGatesLiveNextAction string
+
+// ProgramMeReadinessGatesLiveStatus defines model for ProgramMeReadiness.Gates.Live.Status.
+type ProgramMeReadinessGatesLiveStatus string
+
+// ProgramMeReadinessGatesPayoutMode defines model for ProgramMeReadiness.Gates.Payout.Mode.
+type ProgramMeReadinessGatesPayoutMode string
+
+// ProgramMeReadinessGatesPayoutNextAction defines model for ProgramMeReadiness.Gates.Payout.NextAction.
+type ProgramMeReadinessGatesPayoutNextAction string
+
+// ProgramMeReadinessGatesPayoutStatus defines model for ProgramMeReadiness.Gates.Payout.Status.
+type ProgramMeReadinessGatesPayoutStatus string
+
+// ProgramMeReadinessGatesTrackingNextAction defines model for ProgramMeReadiness.Gates.Tracking.NextAction.
+type ProgramMeReadinessGatesTrackingNextAction string
+
+// ProgramMeReadinessGatesTrackingStatus defines model for ProgramMeReadiness.Gates.Tracking.Status.
+type ProgramMeReadinessGatesTrackingStatus string
+
+// ProgramMeReadinessState defines model for ProgramMeReadiness.State.
+type ProgramMeReadinessState string
+
+// ProgramMeSource One group (or the totals, which carry neither key).
+type ProgramMeSource struct {
+	Clicks int `json:"clicks"`
+	Leads  int `json:"leads"`
+
+	// PartnerId When grouped by partner; null when the events had none.
+	PartnerId   *int64  `json:"partner_id,omitempty"`
+	PartnerName *string `json:"partner_name,omitempty"`
+
+	// ReferrerDomain When grouped by referrer; null for direct or unknown.
+	ReferrerDomain *string `json:"referrer_domain,omitempty"`
+
+	// RevenueCents Sales less refunds, in minor units, per currency code.
+	RevenueCents map[string]int64 `json:"revenue_cents"`
+	Sales        int              `json:"sales"`
+}
+
+// ProgramMeSourcesResponse defines model for ProgramMeSourcesResponse.
+type ProgramMeSourcesResponse struct {
+	Data struct {
+		From    time.Time                           `json:"from"`
+		GroupBy ProgramMeSourcesResponseDataGroupBy `json:"group_by"`
+
+		// Groups Groups in all, before the limit.
+		Groups    int               `json:"groups"`
+		ProgramId int64             `json:"program_id"`
+		Sources   []ProgramMeSource `json:"sources"`
+		To        time.Time         `json:"to"`
+
+		// Totals One group (or the totals, which carry neither key).
+		Totals ProgramMeSource `json:"totals"`
+	} `json:"data"`
+
+	// Warnings Present while the key is marked for rotation and before its deadline.
+	Warnings *Warnings `json:"warnings,omitempty"`
+}
+
+// ProgramMeSourcesResponseDataGroupBy defines model for ProgramMeSourcesResponse.Data.GroupBy.
+type ProgramMeSourcesResponseDataGroupBy string
 
 // RateLimitError Over a rate limit (typed envelope, code `rate_limited`); nothing was recorded.
 type RateLimitError struct {
@@ -1959,7 +3093,7 @@ type TrackRefundApplied struct {
 	CommissionId int `json:"commission_id"`
 
 	// DeductionAmount The commission share this refund covers, in major units of the commission's currency.
-	DeductionAmount float32 `json:"deductionAmount"`
+	DeductionAmount json.Number `json:"deductionAmount"`
 
 	// Status `reversed` once the sale is fully refunded, else `refunded`.
 	Status  interface{} `json:"status"`
@@ -2206,6 +3340,27 @@ type FindCustomerParams struct {
 	ClickId *string `form:"click_id,omitempty" json:"click_id,omitempty"`
 }
 
+// ListTrackingEventsParams defines parameters for ListTrackingEvents.
+type ListTrackingEventsParams struct {
+	// Page 1-indexed page (empty is absent).
+	Page *int `form:"page,omitempty" json:"page,omitempty"`
+
+	// PageSize Events per page (empty is absent).
+	PageSize *int `form:"pageSize,omitempty" json:"pageSize,omitempty"`
+
+	// EventType One type, or `all` (the default).
+	EventType *ListTrackingEventsParamsEventType `form:"eventType,omitempty" json:"eventType,omitempty"`
+
+	// DateFrom Inclusive lower bound on `timestamp`; an ISO 8601 date (`2026-03-01`) or date-time (offset optional, UTC when absent).
+	DateFrom *string `form:"dateFrom,omitempty" json:"dateFrom,omitempty"`
+
+	// DateTo Inclusive upper bound on `timestamp`, covering the whole of its last written unit (`2026-03-31` is the whole day).
+	DateTo *string `form:"dateTo,omitempty" json:"dateTo,omitempty"`
+}
+
+// ListTrackingEventsParamsEventType defines parameters for ListTrackingEvents.
+type ListTrackingEventsParamsEventType string
+
 // CliAuthPollParams defines parameters for CliAuthPoll.
 type CliAuthPollParams struct {
 	// State The `state` of the login (from start).
@@ -2236,6 +3391,37 @@ type CliTestEvent200JSONResponseBody_Data struct {
 
 // CliTestEvent401JSONResponseBody defines parameters for CliTestEvent.
 type CliTestEvent401JSONResponseBody struct {
+	union json.RawMessage
+}
+
+// GetAnalyticsSourcesParams defines parameters for GetAnalyticsSources.
+type GetAnalyticsSourcesParams struct {
+	// From Inclusive start: an ISO 8601 date (the whole UTC day) or date-time. Default: 30 days before `to`.
+	From *string `form:"from,omitempty" json:"from,omitempty"`
+
+	// To Inclusive end: an ISO 8601 date (the whole UTC day) or date-time. Default: now.
+	To *string `form:"to,omitempty" json:"to,omitempty"`
+
+	// GroupBy `referrer`, `partner`, or both comma-separated (the default).
+	GroupBy *string `form:"group_by,omitempty" json:"group_by,omitempty"`
+
+	// Limit Groups returned (the totals cover every group).
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
+// GetAnalyticsSources401JSONResponseBody defines parameters for GetAnalyticsSources.
+type GetAnalyticsSources401JSONResponseBody struct {
+	union json.RawMessage
+}
+
+// GetReadinessParams defines parameters for GetReadiness.
+type GetReadinessParams struct {
+	// ForceRecheck Accepted for the reference clients; every call recomputes anyway.
+	ForceRecheck *string `form:"force_recheck,omitempty" json:"force_recheck,omitempty"`
+}
+
+// GetReadiness401JSONResponseBody defines parameters for GetReadiness.
+type GetReadiness401JSONResponseBody struct {
 	union json.RawMessage
 }
 
@@ -2334,6 +3520,9 @@ type GetTrackerScriptParams struct {
 	IfNoneMatch *string `json:"If-None-Match,omitempty"`
 }
 
+// AgentUpdateProgramJSONRequestBody defines body for AgentUpdateProgram for application/json ContentType.
+type AgentUpdateProgramJSONRequestBody = DashSettingsUpdate
+
 // CreateAgentKeyJSONRequestBody defines body for CreateAgentKey for application/json ContentType.
 type CreateAgentKeyJSONRequestBody = OpCreateAgentKeyRequest
 
@@ -2364,6 +3553,9 @@ type CreateWorkspaceJSONRequestBody = OpCreateWorkspaceRequest
 // AddWorkspaceMemberJSONRequestBody defines body for AddWorkspaceMember for application/json ContentType.
 type AddWorkspaceMemberJSONRequestBody = OpAddMemberRequest
 
+// SignInJSONRequestBody defines body for SignIn for application/json ContentType.
+type SignInJSONRequestBody = DashSignInRequest
+
 // CliAuthCallbackJSONRequestBody defines body for CliAuthCallback for application/json ContentType.
 type CliAuthCallbackJSONRequestBody = CliAuthCallbackRequest
 
@@ -2383,6 +3575,15 @@ type CliStripeConnectJSONRequestBody = CliStripeConnectJSONBody
 
 // CliTestEventJSONRequestBody defines body for CliTestEvent for application/json ContentType.
 type CliTestEventJSONRequestBody = CliTestEventRequest
+
+// GenerateProgramKeyJSONRequestBody defines body for GenerateProgramKey for application/json ContentType.
+type GenerateProgramKeyJSONRequestBody = DashKeyRequest
+
+// UpdateProgramSettingsJSONRequestBody defines body for UpdateProgramSettings for application/json ContentType.
+type UpdateProgramSettingsJSONRequestBody = DashSettingsUpdate
+
+// CreateWebhookJSONRequestBody defines body for CreateWebhook for application/json ContentType.
+type CreateWebhookJSONRequestBody = DashWebhookCreate
 
 // TrackClickJSONRequestBody defines body for TrackClick for application/json ContentType.
 type TrackClickJSONRequestBody = TrackClickRequest
@@ -3201,6 +4402,130 @@ func (t *CliTestEvent401JSONResponseBody) UnmarshalJSON(b []byte) error {
 	return err
 }
 
+// AsProgramMeInvalidKey returns the union data inside the GetAnalyticsSources401JSONResponseBody as a ProgramMeInvalidKey
+func (t GetAnalyticsSources401JSONResponseBody) AsProgramMeInvalidKey() (ProgramMeInvalidKey, error) {
+	var body ProgramMeInvalidKey
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromProgramMeInvalidKey overwrites any union data inside the GetAnalyticsSources401JSONResponseBody as the provided ProgramMeInvalidKey
+func (t *GetAnalyticsSources401JSONResponseBody) FromProgramMeInvalidKey(v ProgramMeInvalidKey) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeProgramMeInvalidKey performs a merge with any union data inside the GetAnalyticsSources401JSONResponseBody, using the provided ProgramMeInvalidKey
+func (t *GetAnalyticsSources401JSONResponseBody) MergeProgramMeInvalidKey(v ProgramMeInvalidKey) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsKeyRotationError returns the union data inside the GetAnalyticsSources401JSONResponseBody as a KeyRotationError
+func (t GetAnalyticsSources401JSONResponseBody) AsKeyRotationError() (KeyRotationError, error) {
+	var body KeyRotationError
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromKeyRotationError overwrites any union data inside the GetAnalyticsSources401JSONResponseBody as the provided KeyRotationError
+func (t *GetAnalyticsSources401JSONResponseBody) FromKeyRotationError(v KeyRotationError) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeKeyRotationError performs a merge with any union data inside the GetAnalyticsSources401JSONResponseBody, using the provided KeyRotationError
+func (t *GetAnalyticsSources401JSONResponseBody) MergeKeyRotationError(v KeyRotationError) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t GetAnalyticsSources401JSONResponseBody) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *GetAnalyticsSources401JSONResponseBody) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsProgramMeInvalidKey returns the union data inside the GetReadiness401JSONResponseBody as a ProgramMeInvalidKey
+func (t GetReadiness401JSONResponseBody) AsProgramMeInvalidKey() (ProgramMeInvalidKey, error) {
+	var body ProgramMeInvalidKey
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromProgramMeInvalidKey overwrites any union data inside the GetReadiness401JSONResponseBody as the provided ProgramMeInvalidKey
+func (t *GetReadiness401JSONResponseBody) FromProgramMeInvalidKey(v ProgramMeInvalidKey) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeProgramMeInvalidKey performs a merge with any union data inside the GetReadiness401JSONResponseBody, using the provided ProgramMeInvalidKey
+func (t *GetReadiness401JSONResponseBody) MergeProgramMeInvalidKey(v ProgramMeInvalidKey) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsKeyRotationError returns the union data inside the GetReadiness401JSONResponseBody as a KeyRotationError
+func (t GetReadiness401JSONResponseBody) AsKeyRotationError() (KeyRotationError, error) {
+	var body KeyRotationError
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromKeyRotationError overwrites any union data inside the GetReadiness401JSONResponseBody as the provided KeyRotationError
+func (t *GetReadiness401JSONResponseBody) FromKeyRotationError(v KeyRotationError) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeKeyRotationError performs a merge with any union data inside the GetReadiness401JSONResponseBody, using the provided KeyRotationError
+func (t *GetReadiness401JSONResponseBody) MergeKeyRotationError(v KeyRotationError) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t GetReadiness401JSONResponseBody) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *GetReadiness401JSONResponseBody) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
 // AsTrackKeyedError returns the union data inside the TrackClick401JSONResponseBody as a TrackKeyedError
 func (t TrackClick401JSONResponseBody) AsTrackKeyedError() (TrackKeyedError, error) {
 	var body TrackKeyedError
@@ -3523,6 +4848,40 @@ func WithRequestEditorFn(fn RequestEditorFn) ClientOption {
 // The interface specification for the client above.
 type ClientInterface interface {
 
+	// AgentListPrograms List the programs of the agent key's workspace
+	//
+	// Oldest first, in the settings shape. Needs the `programs:read` scope. 60 requests a minute per key.
+	//
+	// Corresponds with GET /api/agent/v1/programs (the `AgentListPrograms` operationId).
+	AgentListPrograms(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AgentGetProgram Read one program of the agent key's workspace
+	//
+	// The settings shape. A program of another workspace is not found. Needs `programs:read`.
+	//
+	// Corresponds with GET /api/agent/v1/programs/{id} (the `AgentGetProgram` operationId).
+	AgentGetProgram(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AgentUpdateProgramWithBody Change a program of the agent key's workspace
+	//
+	// The settings fields, validated and applied exactly as
+	// `PATCH /api/v1/programs/{id}/settings` does. Needs `programs:write`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /api/agent/v1/programs/{id} (the `AgentUpdateProgram` operationId).
+	AgentUpdateProgramWithBody(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AgentUpdateProgram Change a program of the agent key's workspace
+	//
+	// The settings fields, validated and applied exactly as
+	// `PATCH /api/v1/programs/{id}/settings` does. Needs `programs:write`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /api/agent/v1/programs/{id} (the `AgentUpdateProgram` operationId).
+	AgentUpdateProgram(ctx context.Context, id int64, body AgentUpdateProgramJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// CreateAgentKeyWithBody Create an agent key of a workspace
 	//
 	// Issues an `agt_` key confined to the workspace, with the given scopes. The key is shown only here.
@@ -3780,6 +5139,54 @@ type ClientInterface interface {
 	// Corresponds with POST /api/operator/v1/workspaces/{id}/members (the `AddWorkspaceMember` operationId).
 	AddWorkspaceMember(ctx context.Context, id int64, body AddWorkspaceMemberJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListTrackingEvents List a program's tracking events (clicks, leads, conversions)
+	//
+	// The program's clicks, leads and conversions (sales), normalized
+	// and sorted newest first, test events left out. Each type is read
+	// newest first and capped at 3 × `pageSize` rows before the merge,
+	// so `total` is at most 3 × `pageSize` for one type and 9 ×
+	// `pageSize` for all; pages beyond it are empty even when older
+	// events exist (narrow with `dateFrom`/`dateTo`). Any member of the
+	// program's workspace (every role holds `tracking:list`).
+	//
+	// Corresponds with GET /api/tracking/events/{programId} (the `ListTrackingEvents` operationId).
+	ListTrackingEvents(ctx context.Context, programId int64, params *ListTrackingEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SignOut Sign out (revoke the presented dashboard token)
+	//
+	// Revokes the dashboard token of the request at once, on every edge instance.
+	//
+	// Corresponds with DELETE /api/v1/auth/session (the `SignOut` operationId).
+	SignOut(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SignInWithBody Sign in with an id_token of the sign-in provider
+	//
+	// Verifies an OpenID Connect `id_token` of the configured provider
+	// (signature, issuer, audience, expiry, `email_verified`), creates
+	// the user on first sign-in (or links the user the operator invited
+	// by email) and returns a dashboard token for
+	// `Authorization: Bearer` on the dashboard routes. Each id_token
+	// signs in once. 60 attempts a minute per client IP.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/auth/session (the `SignIn` operationId).
+	SignInWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SignIn Sign in with an id_token of the sign-in provider
+	//
+	// Verifies an OpenID Connect `id_token` of the configured provider
+	// (signature, issuer, audience, expiry, `email_verified`), creates
+	// the user on first sign-in (or links the user the operator invited
+	// by email) and returns a dashboard token for
+	// `Authorization: Bearer` on the dashboard routes. Each id_token
+	// signs in once. 60 attempts a minute per client IP.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/auth/session (the `SignIn` operationId).
+	SignIn(ctx context.Context, body SignInJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// CliAuthCallbackWithBody Complete a login with an id_token
 	//
 	// The login page posts the CLI's `state` and the provider's `id_token`, verified exactly as dashboard sign-in verifies it; the user is created on first sign-in. The next poll hands out the token.
@@ -3912,6 +5319,145 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /api/v1/cli/test-event (the `CliTestEvent` operationId).
 	CliTestEvent(ctx context.Context, body CliTestEventJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetAnalyticsSources Clicks, leads, sales and revenue of the key's program by referrer and partner
+	//
+	// Groups the program's events over `from`..`to` (inclusive; at most
+	// 92 days; default the 30 days up to now) by the referring domain of
+	// the click that brought each customer and by partner, most clicks
+	// first (then leads, then sales). Test events are left out; a
+	// provisional lead counts once it settles. Revenue is sales less
+	// refunds in minor units, per currency. Errors in the typed
+	// envelope. 30 requests a minute per key.
+	//
+	// Corresponds with GET /api/v1/programs/me/analytics/sources (the `GetAnalyticsSources` operationId).
+	GetAnalyticsSources(ctx context.Context, params *GetAnalyticsSourcesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetReadiness The integration readiness of the key's program
+	//
+	// Five gates checked in order (profile, economics, payout, tracking,
+	// live), each `pass`, `fail` or `unknown` with the next action, and
+	// the program's state. Computed afresh on every call; poll no
+	// faster than `poll.retry_after_seconds`. The body is bare (no
+	// `data`). Errors in the typed envelope. 30 requests a minute per
+	// key.
+	//
+	// Corresponds with GET /api/v1/programs/me/readiness (the `GetReadiness` operationId).
+	GetReadiness(ctx context.Context, params *GetReadinessParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GenerateProgramKeyWithBody Generate or regenerate the program's API key
+	//
+	// Workspace owner only. Replaces the program's live key (`aff_…`),
+	// or with `{"mode": "test"}` its test key (`aff_test_…`), in place:
+	// the old key fails at once on every edge instance, and a key marked
+	// for rotation stops sending warnings. This answer is the only time
+	// the full key is shown.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/programs/{id}/api-key (the `GenerateProgramKey` operationId).
+	GenerateProgramKeyWithBody(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GenerateProgramKey Generate or regenerate the program's API key
+	//
+	// Workspace owner only. Replaces the program's live key (`aff_…`),
+	// or with `{"mode": "test"}` its test key (`aff_test_…`), in place:
+	// the old key fails at once on every edge instance, and a key marked
+	// for rotation stops sending warnings. This answer is the only time
+	// the full key is shown.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/programs/{id}/api-key (the `GenerateProgramKey` operationId).
+	GenerateProgramKey(ctx context.Context, id int64, body GenerateProgramKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListProgramNotifications The advertiser's notifications about a program
+	//
+	// In-app notifications to the advertiser about the program (manual
+	// review warnings when a refunded commission was already paid out),
+	// newest first. Any member of the program's workspace.
+	//
+	// Corresponds with GET /api/v1/programs/{id}/notifications (the `ListProgramNotifications` operationId).
+	ListProgramNotifications(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetProgramSettings Read a program's settings
+	//
+	// Every program field (the key only masked) and whether a processor
+	// webhook signing secret is set. Any member of the program's
+	// workspace. 30 requests a minute per dashboard token.
+	//
+	// Corresponds with GET /api/v1/programs/{id}/settings (the `GetProgramSettings` operationId).
+	GetProgramSettings(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateProgramSettingsWithBody Change a program's settings
+	//
+	// Owner or admin. The fields sent are validated as CLI init
+	// validates them (same order, same messages) and applied together;
+	// absent or null fields keep their value. Every edge instance drops
+	// what it cached of the program once the change commits. 30
+	// requests a minute per dashboard token.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /api/v1/programs/{id}/settings (the `UpdateProgramSettings` operationId).
+	UpdateProgramSettingsWithBody(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateProgramSettings Change a program's settings
+	//
+	// Owner or admin. The fields sent are validated as CLI init
+	// validates them (same order, same messages) and applied together;
+	// absent or null fields keep their value. Every edge instance drops
+	// what it cached of the program once the change commits. 30
+	// requests a minute per dashboard token.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /api/v1/programs/{id}/settings (the `UpdateProgramSettings` operationId).
+	UpdateProgramSettings(ctx context.Context, id int64, body UpdateProgramSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListWebhooks List the program's webhook endpoints and their recent deliveries
+	//
+	// Owner or admin. Each endpoint with its last 20 delivery attempts, newest first; secrets are never shown again.
+	//
+	// Corresponds with GET /api/v1/programs/{id}/webhooks (the `ListWebhooks` operationId).
+	ListWebhooks(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateWebhookWithBody Register an outbound webhook endpoint
+	//
+	// Owner or admin. Registers a URL to receive the program's events,
+	// signed as Standard Webhooks (`webhook-id`, `webhook-timestamp`,
+	// `webhook-signature` = `v1,<base64 HMAC-SHA256 of "id.timestamp.body">`
+	// keyed with the base64 part of the secret after `whsec_`). URLs on
+	// loopback, private or link-local addresses are refused unless the
+	// deployment sets `WEBHOOK_ALLOW_PRIVATE_TARGETS=true`. The answer is
+	// the only time the signing secret is shown.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/programs/{id}/webhooks (the `CreateWebhook` operationId).
+	CreateWebhookWithBody(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateWebhook Register an outbound webhook endpoint
+	//
+	// Owner or admin. Registers a URL to receive the program's events,
+	// signed as Standard Webhooks (`webhook-id`, `webhook-timestamp`,
+	// `webhook-signature` = `v1,<base64 HMAC-SHA256 of "id.timestamp.body">`
+	// keyed with the base64 part of the secret after `whsec_`). URLs on
+	// loopback, private or link-local addresses are refused unless the
+	// deployment sets `WEBHOOK_ALLOW_PRIVATE_TARGETS=true`. The answer is
+	// the only time the signing secret is shown.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/programs/{id}/webhooks (the `CreateWebhook` operationId).
+	CreateWebhook(ctx context.Context, id int64, body CreateWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteWebhook Remove a webhook endpoint
+	//
+	// Owner or admin. Pending deliveries to the endpoint are dropped.
+	//
+	// Corresponds with DELETE /api/v1/programs/{id}/webhooks/{webhookId} (the `DeleteWebhook` operationId).
+	DeleteWebhook(ctx context.Context, id int64, webhookId int64, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PreflightTrackClick CORS preflight of the browser route
 	//
@@ -4192,6 +5738,20 @@ type ClientInterface interface {
 	// Corresponds with GET /docs/api (the `GetAPIReference` operationId).
 	GetAPIReference(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetErrorReference The error reference page
+	//
+	// What each error code means and what to do; `docs_url` and the rotation `Link` header point into it (`#<code>`).
+	//
+	// Corresponds with GET /docs/errors (the `GetErrorReference` operationId).
+	GetErrorReference(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetHealthz Liveness probe
+	//
+	// Answers while the process runs; checks no dependency.
+	//
+	// Corresponds with GET /healthz (the `GetHealthz` operationId).
+	GetHealthz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetBrandTrackerScript The browser tracker under the reference snippet's path
 	//
 	// The same script as `/tracker.js`, for pages written for the
@@ -4203,10 +5763,42 @@ type ClientInterface interface {
 	// Corresponds with GET /js/svc-tracker.js (the `GetBrandTrackerScript` operationId).
 	GetBrandTrackerScript(ctx context.Context, params *GetBrandTrackerScriptParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetMetrics Prometheus metrics
+	//
+	// The edge's Prometheus metrics (requests by route pattern and
+	// status, queues, outbox, breakers, Go runtime). Open on the listen
+	// address: keep it behind the network boundary. Mounted only when
+	// the edge is built with a metrics handler (always in `cmd/edge`).
+	//
+	// Corresponds with GET /metrics (the `GetMetrics` operationId).
+	GetMetrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetOpenAPI This document, as JSON
 	//
 	// Corresponds with GET /openapi.json (the `GetOpenAPI` operationId).
 	GetOpenAPI(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetQueueDashboard The asynq queue dashboard (entry page)
+	//
+	// The asynq dashboard's web page (its pages and API live under
+	// `/ops/queues/…`, not described here). Needs the operator token, as
+	// a bearer token or as the password of HTTP basic auth (any user
+	// name) so that a browser can open it. Read-only unless
+	// `OPS_QUEUES_READONLY=false`; changes from another site are
+	// refused. Without `OPERATOR_TOKEN` it does not exist (404).
+	//
+	// Corresponds with GET /ops/queues (the `GetQueueDashboard` operationId).
+	GetQueueDashboard(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetReadyz Readiness probe (Postgres, Redis)
+	//
+	// Checks each dependency. The edge answers what it can while one is
+	// away (clicks fall back to Postgres while Redis is down), so it
+	// stays in the load balancer: 200 `ready` when every check passes,
+	// 200 `degraded` when some fail, 503 `unavailable` only when all do.
+	//
+	// Corresponds with GET /readyz (the `GetReadyz` operationId).
+	GetReadyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetTrackerScript The browser tracker script
 	//
@@ -4246,6 +5838,80 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /webhooks/stripe/{programId} (the `ReceiveBrandStripeEvent` operationId).
 	ReceiveBrandStripeEvent(ctx context.Context, programId int, body ReceiveBrandStripeEventJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+}
+
+// AgentListPrograms List the programs of the agent key's workspace
+//
+// Oldest first, in the settings shape. Needs the `programs:read` scope. 60 requests a minute per key.
+//
+// Corresponds with GET /api/agent/v1/programs (the `AgentListPrograms` operationId).
+func (c *Client) AgentListPrograms(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAgentListProgramsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AgentGetProgram Read one program of the agent key's workspace
+//
+// The settings shape. A program of another workspace is not found. Needs `programs:read`.
+//
+// Corresponds with GET /api/agent/v1/programs/{id} (the `AgentGetProgram` operationId).
+func (c *Client) AgentGetProgram(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAgentGetProgramRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AgentUpdateProgramWithBody Change a program of the agent key's workspace
+//
+// The settings fields, validated and applied exactly as
+// `PATCH /api/v1/programs/{id}/settings` does. Needs `programs:write`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /api/agent/v1/programs/{id} (the `AgentUpdateProgram` operationId).
+func (c *Client) AgentUpdateProgramWithBody(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAgentUpdateProgramRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AgentUpdateProgram Change a program of the agent key's workspace
+//
+// The settings fields, validated and applied exactly as
+// `PATCH /api/v1/programs/{id}/settings` does. Needs `programs:write`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /api/agent/v1/programs/{id} (the `AgentUpdateProgram` operationId).
+func (c *Client) AgentUpdateProgram(ctx context.Context, id int64, body AgentUpdateProgramJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAgentUpdateProgramRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
 }
 
 // CreateAgentKeyWithBody Create an agent key of a workspace
@@ -4815,6 +6481,94 @@ func (c *Client) AddWorkspaceMember(ctx context.Context, id int64, body AddWorks
 	return c.Client.Do(req)
 }
 
+// ListTrackingEvents List a program's tracking events (clicks, leads, conversions)
+//
+// The program's clicks, leads and conversions (sales), normalized
+// and sorted newest first, test events left out. Each type is read
+// newest first and capped at 3 × `pageSize` rows before the merge,
+// so `total` is at most 3 × `pageSize` for one type and 9 ×
+// `pageSize` for all; pages beyond it are empty even when older
+// events exist (narrow with `dateFrom`/`dateTo`). Any member of the
+// program's workspace (every role holds `tracking:list`).
+//
+// Corresponds with GET /api/tracking/events/{programId} (the `ListTrackingEvents` operationId).
+func (c *Client) ListTrackingEvents(ctx context.Context, programId int64, params *ListTrackingEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListTrackingEventsRequest(c.Server, programId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SignOut Sign out (revoke the presented dashboard token)
+//
+// Revokes the dashboard token of the request at once, on every edge instance.
+//
+// Corresponds with DELETE /api/v1/auth/session (the `SignOut` operationId).
+func (c *Client) SignOut(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSignOutRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SignInWithBody Sign in with an id_token of the sign-in provider
+//
+// Verifies an OpenID Connect `id_token` of the configured provider
+// (signature, issuer, audience, expiry, `email_verified`), creates
+// the user on first sign-in (or links the user the operator invited
+// by email) and returns a dashboard token for
+// `Authorization: Bearer` on the dashboard routes. Each id_token
+// signs in once. 60 attempts a minute per client IP.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/auth/session (the `SignIn` operationId).
+func (c *Client) SignInWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSignInRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SignIn Sign in with an id_token of the sign-in provider
+//
+// Verifies an OpenID Connect `id_token` of the configured provider
+// (signature, issuer, audience, expiry, `email_verified`), creates
+// the user on first sign-in (or links the user the operator invited
+// by email) and returns a dashboard token for
+// `Authorization: Bearer` on the dashboard routes. Each id_token
+// signs in once. 60 attempts a minute per client IP.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/auth/session (the `SignIn` operationId).
+func (c *Client) SignIn(ctx context.Context, body SignInJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSignInRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // CliAuthCallbackWithBody Complete a login with an id_token
 //
 // The login page posts the CLI's `state` and the provider's `id_token`, verified exactly as dashboard sign-in verifies it; the user is created on first sign-in. The next poll hands out the token.
@@ -5086,6 +6840,265 @@ func (c *Client) CliTestEventWithBody(ctx context.Context, contentType string, b
 // Corresponds with POST /api/v1/cli/test-event (the `CliTestEvent` operationId).
 func (c *Client) CliTestEvent(ctx context.Context, body CliTestEventJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCliTestEventRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetAnalyticsSources Clicks, leads, sales and revenue of the key's program by referrer and partner
+//
+// Groups the program's events over `from`..`to` (inclusive; at most
+// 92 days; default the 30 days up to now) by the referring domain of
+// the click that brought each customer and by partner, most clicks
+// first (then leads, then sales). Test events are left out; a
+// provisional lead counts once it settles. Revenue is sales less
+// refunds in minor units, per currency. Errors in the typed
+// envelope. 30 requests a minute per key.
+//
+// Corresponds with GET /api/v1/programs/me/analytics/sources (the `GetAnalyticsSources` operationId).
+func (c *Client) GetAnalyticsSources(ctx context.Context, params *GetAnalyticsSourcesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetAnalyticsSourcesRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetReadiness The integration readiness of the key's program
+//
+// Five gates checked in order (profile, economics, payout, tracking,
+// live), each `pass`, `fail` or `unknown` with the next action, and
+// the program's state. Computed afresh on every call; poll no
+// faster than `poll.retry_after_seconds`. The body is bare (no
+// `data`). Errors in the typed envelope. 30 requests a minute per
+// key.
+//
+// Corresponds with GET /api/v1/programs/me/readiness (the `GetReadiness` operationId).
+func (c *Client) GetReadiness(ctx context.Context, params *GetReadinessParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetReadinessRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GenerateProgramKeyWithBody Generate or regenerate the program's API key
+//
+// Workspace owner only. Replaces the program's live key (`aff_…`),
+// or with `{"mode": "test"}` its test key (`aff_test_…`), in place:
+// the old key fails at once on every edge instance, and a key marked
+// for rotation stops sending warnings. This answer is the only time
+// the full key is shown.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/programs/{id}/api-key (the `GenerateProgramKey` operationId).
+func (c *Client) GenerateProgramKeyWithBody(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGenerateProgramKeyRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GenerateProgramKey Generate or regenerate the program's API key
+//
+// Workspace owner only. Replaces the program's live key (`aff_…`),
+// or with `{"mode": "test"}` its test key (`aff_test_…`), in place:
+// the old key fails at once on every edge instance, and a key marked
+// for rotation stops sending warnings. This answer is the only time
+// the full key is shown.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/programs/{id}/api-key (the `GenerateProgramKey` operationId).
+func (c *Client) GenerateProgramKey(ctx context.Context, id int64, body GenerateProgramKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGenerateProgramKeyRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListProgramNotifications The advertiser's notifications about a program
+//
+// In-app notifications to the advertiser about the program (manual
+// review warnings when a refunded commission was already paid out),
+// newest first. Any member of the program's workspace.
+//
+// Corresponds with GET /api/v1/programs/{id}/notifications (the `ListProgramNotifications` operationId).
+func (c *Client) ListProgramNotifications(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListProgramNotificationsRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetProgramSettings Read a program's settings
+//
+// Every program field (the key only masked) and whether a processor
+// webhook signing secret is set. Any member of the program's
+// workspace. 30 requests a minute per dashboard token.
+//
+// Corresponds with GET /api/v1/programs/{id}/settings (the `GetProgramSettings` operationId).
+func (c *Client) GetProgramSettings(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetProgramSettingsRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateProgramSettingsWithBody Change a program's settings
+//
+// Owner or admin. The fields sent are validated as CLI init
+// validates them (same order, same messages) and applied together;
+// absent or null fields keep their value. Every edge instance drops
+// what it cached of the program once the change commits. 30
+// requests a minute per dashboard token.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /api/v1/programs/{id}/settings (the `UpdateProgramSettings` operationId).
+func (c *Client) UpdateProgramSettingsWithBody(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateProgramSettingsRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateProgramSettings Change a program's settings
+//
+// Owner or admin. The fields sent are validated as CLI init
+// validates them (same order, same messages) and applied together;
+// absent or null fields keep their value. Every edge instance drops
+// what it cached of the program once the change commits. 30
+// requests a minute per dashboard token.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /api/v1/programs/{id}/settings (the `UpdateProgramSettings` operationId).
+func (c *Client) UpdateProgramSettings(ctx context.Context, id int64, body UpdateProgramSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateProgramSettingsRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListWebhooks List the program's webhook endpoints and their recent deliveries
+//
+// Owner or admin. Each endpoint with its last 20 delivery attempts, newest first; secrets are never shown again.
+//
+// Corresponds with GET /api/v1/programs/{id}/webhooks (the `ListWebhooks` operationId).
+func (c *Client) ListWebhooks(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListWebhooksRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateWebhookWithBody Register an outbound webhook endpoint
+//
+// Owner or admin. Registers a URL to receive the program's events,
+// signed as Standard Webhooks (`webhook-id`, `webhook-timestamp`,
+// `webhook-signature` = `v1,<base64 HMAC-SHA256 of "id.timestamp.body">`
+// keyed with the base64 part of the secret after `whsec_`). URLs on
+// loopback, private or link-local addresses are refused unless the
+// deployment sets `WEBHOOK_ALLOW_PRIVATE_TARGETS=true`. The answer is
+// the only time the signing secret is shown.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/programs/{id}/webhooks (the `CreateWebhook` operationId).
+func (c *Client) CreateWebhookWithBody(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateWebhookRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateWebhook Register an outbound webhook endpoint
+//
+// Owner or admin. Registers a URL to receive the program's events,
+// signed as Standard Webhooks (`webhook-id`, `webhook-timestamp`,
+// `webhook-signature` = `v1,<base64 HMAC-SHA256 of "id.timestamp.body">`
+// keyed with the base64 part of the secret after `whsec_`). URLs on
+// loopback, private or link-local addresses are refused unless the
+// deployment sets `WEBHOOK_ALLOW_PRIVATE_TARGETS=true`. The answer is
+// the only time the signing secret is shown.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/programs/{id}/webhooks (the `CreateWebhook` operationId).
+func (c *Client) CreateWebhook(ctx context.Context, id int64, body CreateWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateWebhookRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteWebhook Remove a webhook endpoint
+//
+// Owner or admin. Pending deliveries to the endpoint are dropped.
+//
+// Corresponds with DELETE /api/v1/programs/{id}/webhooks/{webhookId} (the `DeleteWebhook` operationId).
+func (c *Client) DeleteWebhook(ctx context.Context, id int64, webhookId int64, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteWebhookRequest(c.Server, id, webhookId)
 	if err != nil {
 		return nil, err
 	}
@@ -5565,6 +7578,40 @@ func (c *Client) GetAPIReference(ctx context.Context, reqEditors ...RequestEdito
 	return c.Client.Do(req)
 }
 
+// GetErrorReference The error reference page
+//
+// What each error code means and what to do; `docs_url` and the rotation `Link` header point into it (`#<code>`).
+//
+// Corresponds with GET /docs/errors (the `GetErrorReference` operationId).
+func (c *Client) GetErrorReference(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetErrorReferenceRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetHealthz Liveness probe
+//
+// Answers while the process runs; checks no dependency.
+//
+// Corresponds with GET /healthz (the `GetHealthz` operationId).
+func (c *Client) GetHealthz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetHealthzRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetBrandTrackerScript The browser tracker under the reference snippet's path
 //
 // The same script as `/tracker.js`, for pages written for the
@@ -5586,11 +7633,73 @@ func (c *Client) GetBrandTrackerScript(ctx context.Context, params *GetBrandTrac
 	return c.Client.Do(req)
 }
 
+// GetMetrics Prometheus metrics
+//
+// The edge's Prometheus metrics (requests by route pattern and
+// status, queues, outbox, breakers, Go runtime). Open on the listen
+// address: keep it behind the network boundary. Mounted only when
+// the edge is built with a metrics handler (always in `cmd/edge`).
+//
+// Corresponds with GET /metrics (the `GetMetrics` operationId).
+func (c *Client) GetMetrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetMetricsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetOpenAPI This document, as JSON
 //
 // Corresponds with GET /openapi.json (the `GetOpenAPI` operationId).
 func (c *Client) GetOpenAPI(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetOpenAPIRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetQueueDashboard The asynq queue dashboard (entry page)
+//
+// The asynq dashboard's web page (its pages and API live under
+// `/ops/queues/…`, not described here). Needs the operator token, as
+// a bearer token or as the password of HTTP basic auth (any user
+// name) so that a browser can open it. Read-only unless
+// `OPS_QUEUES_READONLY=false`; changes from another site are
+// refused. Without `OPERATOR_TOKEN` it does not exist (404).
+//
+// Corresponds with GET /ops/queues (the `GetQueueDashboard` operationId).
+func (c *Client) GetQueueDashboard(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetQueueDashboardRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetReadyz Readiness probe (Postgres, Redis)
+//
+// Checks each dependency. The edge answers what it can while one is
+// away (clicks fall back to Postgres while Redis is down), so it
+// stays in the load balancer: 200 `ready` when every check passes,
+// 200 `degraded` when some fail, 503 `unavailable` only when all do.
+//
+// Corresponds with GET /readyz (the `GetReadyz` operationId).
+func (c *Client) GetReadyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetReadyzRequest(c.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -5668,6 +7777,114 @@ func (c *Client) ReceiveBrandStripeEvent(ctx context.Context, programId int, bod
 		return nil, err
 	}
 	return c.Client.Do(req)
+}
+
+// NewAgentListProgramsRequest constructs an http.Request for the AgentListPrograms method
+func NewAgentListProgramsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/agent/v1/programs")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewAgentGetProgramRequest constructs an http.Request for the AgentGetProgram method
+func NewAgentGetProgramRequest(server string, id int64) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/agent/v1/programs/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewAgentUpdateProgramRequest calls the generic AgentUpdateProgram builder with application/json body
+func NewAgentUpdateProgramRequest(server string, id int64, body AgentUpdateProgramJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewAgentUpdateProgramRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewAgentUpdateProgramRequestWithBody constructs an http.Request for the AgentUpdateProgram method, with any body, and a specified content type
+func NewAgentUpdateProgramRequestWithBody(server string, id int64, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/agent/v1/programs/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
 }
 
 // NewCreateAgentKeyRequest calls the generic CreateAgentKey builder with application/json body
@@ -6533,6 +8750,182 @@ func NewAddWorkspaceMemberRequestWithBody(server string, id int64, contentType s
 	return req, nil
 }
 
+// NewListTrackingEventsRequest constructs an http.Request for the ListTrackingEvents method
+func NewListTrackingEventsRequest(server string, programId int64, params *ListTrackingEventsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "programId", programId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/tracking/events/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Page != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page", *params.Page, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.PageSize != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "pageSize", *params.PageSize, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.EventType != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "eventType", *params.EventType, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.DateFrom != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "dateFrom", *params.DateFrom, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.DateTo != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "dateTo", *params.DateTo, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewSignOutRequest constructs an http.Request for the SignOut method
+func NewSignOutRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/auth/session")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewSignInRequest calls the generic SignIn builder with application/json body
+func NewSignInRequest(server string, body SignInJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSignInRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewSignInRequestWithBody constructs an http.Request for the SignIn method, with any body, and a specified content type
+func NewSignInRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/auth/session")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewCliAuthCallbackRequest calls the generic CliAuthCallback builder with application/json body
 func NewCliAuthCallbackRequest(server string, body CliAuthCallbackJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -6912,6 +9305,434 @@ func NewCliTestEventRequestWithBody(server string, contentType string, body io.R
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewGetAnalyticsSourcesRequest constructs an http.Request for the GetAnalyticsSources method
+func NewGetAnalyticsSourcesRequest(server string, params *GetAnalyticsSourcesParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/programs/me/analytics/sources")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.From != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "from", *params.From, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.To != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "to", *params.To, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.GroupBy != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "group_by", *params.GroupBy, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetReadinessRequest constructs an http.Request for the GetReadiness method
+func NewGetReadinessRequest(server string, params *GetReadinessParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/programs/me/readiness")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.ForceRecheck != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "force_recheck", *params.ForceRecheck, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGenerateProgramKeyRequest calls the generic GenerateProgramKey builder with application/json body
+func NewGenerateProgramKeyRequest(server string, id int64, body GenerateProgramKeyJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewGenerateProgramKeyRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewGenerateProgramKeyRequestWithBody constructs an http.Request for the GenerateProgramKey method, with any body, and a specified content type
+func NewGenerateProgramKeyRequestWithBody(server string, id int64, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/programs/%s/api-key", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewListProgramNotificationsRequest constructs an http.Request for the ListProgramNotifications method
+func NewListProgramNotificationsRequest(server string, id int64) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/programs/%s/notifications", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetProgramSettingsRequest constructs an http.Request for the GetProgramSettings method
+func NewGetProgramSettingsRequest(server string, id int64) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/programs/%s/settings", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewUpdateProgramSettingsRequest calls the generic UpdateProgramSettings builder with application/json body
+func NewUpdateProgramSettingsRequest(server string, id int64, body UpdateProgramSettingsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateProgramSettingsRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewUpdateProgramSettingsRequestWithBody constructs an http.Request for the UpdateProgramSettings method, with any body, and a specified content type
+func NewUpdateProgramSettingsRequestWithBody(server string, id int64, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/programs/%s/settings", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewListWebhooksRequest constructs an http.Request for the ListWebhooks method
+func NewListWebhooksRequest(server string, id int64) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/programs/%s/webhooks", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateWebhookRequest calls the generic CreateWebhook builder with application/json body
+func NewCreateWebhookRequest(server string, id int64, body CreateWebhookJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateWebhookRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewCreateWebhookRequestWithBody constructs an http.Request for the CreateWebhook method, with any body, and a specified content type
+func NewCreateWebhookRequestWithBody(server string, id int64, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/programs/%s/webhooks", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewDeleteWebhookRequest constructs an http.Request for the DeleteWebhook method
+func NewDeleteWebhookRequest(server string, id int64, webhookId int64) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "webhookId", webhookId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/programs/%s/webhooks/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
 
 	return req, nil
 }
@@ -7543,6 +10364,60 @@ func NewGetAPIReferenceRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewGetErrorReferenceRequest constructs an http.Request for the GetErrorReference method
+func NewGetErrorReferenceRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/docs/errors")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetHealthzRequest constructs an http.Request for the GetHealthz method
+func NewGetHealthzRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/healthz")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewGetBrandTrackerScriptRequest constructs an http.Request for the GetBrandTrackerScript method
 func NewGetBrandTrackerScriptRequest(server string, params *GetBrandTrackerScriptParams) (*http.Request, error) {
 	var err error
@@ -7585,6 +10460,33 @@ func NewGetBrandTrackerScriptRequest(server string, params *GetBrandTrackerScrip
 	return req, nil
 }
 
+// NewGetMetricsRequest constructs an http.Request for the GetMetrics method
+func NewGetMetricsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/metrics")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewGetOpenAPIRequest constructs an http.Request for the GetOpenAPI method
 func NewGetOpenAPIRequest(server string) (*http.Request, error) {
 	var err error
@@ -7595,6 +10497,60 @@ func NewGetOpenAPIRequest(server string) (*http.Request, error) {
 	}
 
 	operationPath := fmt.Sprintf("/openapi.json")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetQueueDashboardRequest constructs an http.Request for the GetQueueDashboard method
+func NewGetQueueDashboardRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/ops/queues")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetReadyzRequest constructs an http.Request for the GetReadyz method
+func NewGetReadyzRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/readyz")
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -7744,6 +10700,44 @@ func WithBaseURL(baseURL string) ClientOption {
 
 // ClientWithResponsesInterface is the interface specification for the client with responses above.
 type ClientWithResponsesInterface interface {
+
+	// AgentListProgramsWithResponse List the programs of the agent key's workspace
+	//
+	// Oldest first, in the settings shape. Needs the `programs:read` scope. 60 requests a minute per key.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/agent/v1/programs (the `AgentListPrograms` operationId).
+	AgentListProgramsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*AgentListProgramsResponse, error)
+
+	// AgentGetProgramWithResponse Read one program of the agent key's workspace
+	//
+	// The settings shape. A program of another workspace is not found. Needs `programs:read`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/agent/v1/programs/{id} (the `AgentGetProgram` operationId).
+	AgentGetProgramWithResponse(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*AgentGetProgramResponse, error)
+
+	// AgentUpdateProgramWithBodyWithResponse Change a program of the agent key's workspace
+	//
+	// The settings fields, validated and applied exactly as
+	// `PATCH /api/v1/programs/{id}/settings` does. Needs `programs:write`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /api/agent/v1/programs/{id} (the `AgentUpdateProgram` operationId).
+	AgentUpdateProgramWithBodyWithResponse(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AgentUpdateProgramResponse, error)
+
+	// AgentUpdateProgramWithResponse Change a program of the agent key's workspace
+	//
+	// The settings fields, validated and applied exactly as
+	// `PATCH /api/v1/programs/{id}/settings` does. Needs `programs:write`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /api/agent/v1/programs/{id} (the `AgentUpdateProgram` operationId).
+	AgentUpdateProgramWithResponse(ctx context.Context, id int64, body AgentUpdateProgramJSONRequestBody, reqEditors ...RequestEditorFn) (*AgentUpdateProgramResponse, error)
 
 	// CreateAgentKeyWithBodyWithResponse Create an agent key of a workspace
 	//
@@ -8024,6 +11018,58 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/operator/v1/workspaces/{id}/members (the `AddWorkspaceMember` operationId).
 	AddWorkspaceMemberWithResponse(ctx context.Context, id int64, body AddWorkspaceMemberJSONRequestBody, reqEditors ...RequestEditorFn) (*AddWorkspaceMemberResponse, error)
 
+	// ListTrackingEventsWithResponse List a program's tracking events (clicks, leads, conversions)
+	//
+	// The program's clicks, leads and conversions (sales), normalized
+	// and sorted newest first, test events left out. Each type is read
+	// newest first and capped at 3 × `pageSize` rows before the merge,
+	// so `total` is at most 3 × `pageSize` for one type and 9 ×
+	// `pageSize` for all; pages beyond it are empty even when older
+	// events exist (narrow with `dateFrom`/`dateTo`). Any member of the
+	// program's workspace (every role holds `tracking:list`).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/tracking/events/{programId} (the `ListTrackingEvents` operationId).
+	ListTrackingEventsWithResponse(ctx context.Context, programId int64, params *ListTrackingEventsParams, reqEditors ...RequestEditorFn) (*ListTrackingEventsResponse, error)
+
+	// SignOutWithResponse Sign out (revoke the presented dashboard token)
+	//
+	// Revokes the dashboard token of the request at once, on every edge instance.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /api/v1/auth/session (the `SignOut` operationId).
+	SignOutWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*SignOutResponse, error)
+
+	// SignInWithBodyWithResponse Sign in with an id_token of the sign-in provider
+	//
+	// Verifies an OpenID Connect `id_token` of the configured provider
+	// (signature, issuer, audience, expiry, `email_verified`), creates
+	// the user on first sign-in (or links the user the operator invited
+	// by email) and returns a dashboard token for
+	// `Authorization: Bearer` on the dashboard routes. Each id_token
+	// signs in once. 60 attempts a minute per client IP.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/auth/session (the `SignIn` operationId).
+	SignInWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SignInResponse, error)
+
+	// SignInWithResponse Sign in with an id_token of the sign-in provider
+	//
+	// Verifies an OpenID Connect `id_token` of the configured provider
+	// (signature, issuer, audience, expiry, `email_verified`), creates
+	// the user on first sign-in (or links the user the operator invited
+	// by email) and returns a dashboard token for
+	// `Authorization: Bearer` on the dashboard routes. Each id_token
+	// signs in once. 60 attempts a minute per client IP.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/auth/session (the `SignIn` operationId).
+	SignInWithResponse(ctx context.Context, body SignInJSONRequestBody, reqEditors ...RequestEditorFn) (*SignInResponse, error)
+
 	// CliAuthCallbackWithBodyWithResponse Complete a login with an id_token
 	//
 	// The login page posts the CLI's `state` and the provider's `id_token`, verified exactly as dashboard sign-in verifies it; the user is created on first sign-in. The next poll hands out the token.
@@ -8162,6 +11208,157 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /api/v1/cli/test-event (the `CliTestEvent` operationId).
 	CliTestEventWithResponse(ctx context.Context, body CliTestEventJSONRequestBody, reqEditors ...RequestEditorFn) (*CliTestEventResponse, error)
+
+	// GetAnalyticsSourcesWithResponse Clicks, leads, sales and revenue of the key's program by referrer and partner
+	//
+	// Groups the program's events over `from`..`to` (inclusive; at most
+	// 92 days; default the 30 days up to now) by the referring domain of
+	// the click that brought each customer and by partner, most clicks
+	// first (then leads, then sales). Test events are left out; a
+	// provisional lead counts once it settles. Revenue is sales less
+	// refunds in minor units, per currency. Errors in the typed
+	// envelope. 30 requests a minute per key.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/programs/me/analytics/sources (the `GetAnalyticsSources` operationId).
+	GetAnalyticsSourcesWithResponse(ctx context.Context, params *GetAnalyticsSourcesParams, reqEditors ...RequestEditorFn) (*GetAnalyticsSourcesResponse, error)
+
+	// GetReadinessWithResponse The integration readiness of the key's program
+	//
+	// Five gates checked in order (profile, economics, payout, tracking,
+	// live), each `pass`, `fail` or `unknown` with the next action, and
+	// the program's state. Computed afresh on every call; poll no
+	// faster than `poll.retry_after_seconds`. The body is bare (no
+	// `data`). Errors in the typed envelope. 30 requests a minute per
+	// key.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/programs/me/readiness (the `GetReadiness` operationId).
+	GetReadinessWithResponse(ctx context.Context, params *GetReadinessParams, reqEditors ...RequestEditorFn) (*GetReadinessResponse, error)
+
+	// GenerateProgramKeyWithBodyWithResponse Generate or regenerate the program's API key
+	//
+	// Workspace owner only. Replaces the program's live key (`aff_…`),
+	// or with `{"mode": "test"}` its test key (`aff_test_…`), in place:
+	// the old key fails at once on every edge instance, and a key marked
+	// for rotation stops sending warnings. This answer is the only time
+	// the full key is shown.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/programs/{id}/api-key (the `GenerateProgramKey` operationId).
+	GenerateProgramKeyWithBodyWithResponse(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*GenerateProgramKeyResponse, error)
+
+	// GenerateProgramKeyWithResponse Generate or regenerate the program's API key
+	//
+	// Workspace owner only. Replaces the program's live key (`aff_…`),
+	// or with `{"mode": "test"}` its test key (`aff_test_…`), in place:
+	// the old key fails at once on every edge instance, and a key marked
+	// for rotation stops sending warnings. This answer is the only time
+	// the full key is shown.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/programs/{id}/api-key (the `GenerateProgramKey` operationId).
+	GenerateProgramKeyWithResponse(ctx context.Context, id int64, body GenerateProgramKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*GenerateProgramKeyResponse, error)
+
+	// ListProgramNotificationsWithResponse The advertiser's notifications about a program
+	//
+	// In-app notifications to the advertiser about the program (manual
+	// review warnings when a refunded commission was already paid out),
+	// newest first. Any member of the program's workspace.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/programs/{id}/notifications (the `ListProgramNotifications` operationId).
+	ListProgramNotificationsWithResponse(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*ListProgramNotificationsResponse, error)
+
+	// GetProgramSettingsWithResponse Read a program's settings
+	//
+	// Every program field (the key only masked) and whether a processor
+	// webhook signing secret is set. Any member of the program's
+	// workspace. 30 requests a minute per dashboard token.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/programs/{id}/settings (the `GetProgramSettings` operationId).
+	GetProgramSettingsWithResponse(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*GetProgramSettingsResponse, error)
+
+	// UpdateProgramSettingsWithBodyWithResponse Change a program's settings
+	//
+	// Owner or admin. The fields sent are validated as CLI init
+	// validates them (same order, same messages) and applied together;
+	// absent or null fields keep their value. Every edge instance drops
+	// what it cached of the program once the change commits. 30
+	// requests a minute per dashboard token.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /api/v1/programs/{id}/settings (the `UpdateProgramSettings` operationId).
+	UpdateProgramSettingsWithBodyWithResponse(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateProgramSettingsResponse, error)
+
+	// UpdateProgramSettingsWithResponse Change a program's settings
+	//
+	// Owner or admin. The fields sent are validated as CLI init
+	// validates them (same order, same messages) and applied together;
+	// absent or null fields keep their value. Every edge instance drops
+	// what it cached of the program once the change commits. 30
+	// requests a minute per dashboard token.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /api/v1/programs/{id}/settings (the `UpdateProgramSettings` operationId).
+	UpdateProgramSettingsWithResponse(ctx context.Context, id int64, body UpdateProgramSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateProgramSettingsResponse, error)
+
+	// ListWebhooksWithResponse List the program's webhook endpoints and their recent deliveries
+	//
+	// Owner or admin. Each endpoint with its last 20 delivery attempts, newest first; secrets are never shown again.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/programs/{id}/webhooks (the `ListWebhooks` operationId).
+	ListWebhooksWithResponse(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*ListWebhooksResponse, error)
+
+	// CreateWebhookWithBodyWithResponse Register an outbound webhook endpoint
+	//
+	// Owner or admin. Registers a URL to receive the program's events,
+	// signed as Standard Webhooks (`webhook-id`, `webhook-timestamp`,
+	// `webhook-signature` = `v1,<base64 HMAC-SHA256 of "id.timestamp.body">`
+	// keyed with the base64 part of the secret after `whsec_`). URLs on
+	// loopback, private or link-local addresses are refused unless the
+	// deployment sets `WEBHOOK_ALLOW_PRIVATE_TARGETS=true`. The answer is
+	// the only time the signing secret is shown.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/programs/{id}/webhooks (the `CreateWebhook` operationId).
+	CreateWebhookWithBodyWithResponse(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateWebhookResponse, error)
+
+	// CreateWebhookWithResponse Register an outbound webhook endpoint
+	//
+	// Owner or admin. Registers a URL to receive the program's events,
+	// signed as Standard Webhooks (`webhook-id`, `webhook-timestamp`,
+	// `webhook-signature` = `v1,<base64 HMAC-SHA256 of "id.timestamp.body">`
+	// keyed with the base64 part of the secret after `whsec_`). URLs on
+	// loopback, private or link-local addresses are refused unless the
+	// deployment sets `WEBHOOK_ALLOW_PRIVATE_TARGETS=true`. The answer is
+	// the only time the signing secret is shown.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/programs/{id}/webhooks (the `CreateWebhook` operationId).
+	CreateWebhookWithResponse(ctx context.Context, id int64, body CreateWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateWebhookResponse, error)
+
+	// DeleteWebhookWithResponse Remove a webhook endpoint
+	//
+	// Owner or admin. Pending deliveries to the endpoint are dropped.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /api/v1/programs/{id}/webhooks/{webhookId} (the `DeleteWebhook` operationId).
+	DeleteWebhookWithResponse(ctx context.Context, id int64, webhookId int64, reqEditors ...RequestEditorFn) (*DeleteWebhookResponse, error)
 
 	// PreflightTrackClickWithResponse CORS preflight of the browser route
 	//
@@ -8456,6 +11653,24 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /docs/api (the `GetAPIReference` operationId).
 	GetAPIReferenceWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetAPIReferenceResponse, error)
 
+	// GetErrorReferenceWithResponse The error reference page
+	//
+	// What each error code means and what to do; `docs_url` and the rotation `Link` header point into it (`#<code>`).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /docs/errors (the `GetErrorReference` operationId).
+	GetErrorReferenceWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetErrorReferenceResponse, error)
+
+	// GetHealthzWithResponse Liveness probe
+	//
+	// Answers while the process runs; checks no dependency.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /healthz (the `GetHealthz` operationId).
+	GetHealthzWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetHealthzResponse, error)
+
 	// GetBrandTrackerScriptWithResponse The browser tracker under the reference snippet's path
 	//
 	// The same script as `/tracker.js`, for pages written for the
@@ -8469,12 +11684,50 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /js/svc-tracker.js (the `GetBrandTrackerScript` operationId).
 	GetBrandTrackerScriptWithResponse(ctx context.Context, params *GetBrandTrackerScriptParams, reqEditors ...RequestEditorFn) (*GetBrandTrackerScriptResponse, error)
 
+	// GetMetricsWithResponse Prometheus metrics
+	//
+	// The edge's Prometheus metrics (requests by route pattern and
+	// status, queues, outbox, breakers, Go runtime). Open on the listen
+	// address: keep it behind the network boundary. Mounted only when
+	// the edge is built with a metrics handler (always in `cmd/edge`).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /metrics (the `GetMetrics` operationId).
+	GetMetricsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetMetricsResponse, error)
+
 	// GetOpenAPIWithResponse This document, as JSON
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /openapi.json (the `GetOpenAPI` operationId).
 	GetOpenAPIWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetOpenAPIResponse, error)
+
+	// GetQueueDashboardWithResponse The asynq queue dashboard (entry page)
+	//
+	// The asynq dashboard's web page (its pages and API live under
+	// `/ops/queues/…`, not described here). Needs the operator token, as
+	// a bearer token or as the password of HTTP basic auth (any user
+	// name) so that a browser can open it. Read-only unless
+	// `OPS_QUEUES_READONLY=false`; changes from another site are
+	// refused. Without `OPERATOR_TOKEN` it does not exist (404).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /ops/queues (the `GetQueueDashboard` operationId).
+	GetQueueDashboardWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetQueueDashboardResponse, error)
+
+	// GetReadyzWithResponse Readiness probe (Postgres, Redis)
+	//
+	// Checks each dependency. The edge answers what it can while one is
+	// away (clicks fall back to Postgres while Redis is down), so it
+	// stays in the load balancer: 200 `ready` when every check passes,
+	// 200 `degraded` when some fail, 503 `unavailable` only when all do.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /readyz (the `GetReadyz` operationId).
+	GetReadyzWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetReadyzResponse, error)
 
 	// GetTrackerScriptWithResponse The browser tracker script
 	//
@@ -8516,6 +11769,503 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /webhooks/stripe/{programId} (the `ReceiveBrandStripeEvent` operationId).
 	ReceiveBrandStripeEventWithResponse(ctx context.Context, programId int, body ReceiveBrandStripeEventJSONRequestBody, reqEditors ...RequestEditorFn) (*ReceiveBrandStripeEventResponse, error)
+}
+
+// AgentListProgramsResponse200Headers the declared response headers of an HTTP 200 response for AgentListPrograms
+type AgentListProgramsResponse200Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// AgentListProgramsResponse401Headers the declared response headers of an HTTP 401 response for AgentListPrograms
+type AgentListProgramsResponse401Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// AgentListProgramsResponse403Headers the declared response headers of an HTTP 403 response for AgentListPrograms
+type AgentListProgramsResponse403Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// AgentListProgramsResponse413Headers the declared response headers of an HTTP 413 response for AgentListPrograms
+type AgentListProgramsResponse413Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// AgentListProgramsResponse429Headers the declared response headers of an HTTP 429 response for AgentListPrograms
+type AgentListProgramsResponse429Headers struct {
+	RetryAfter          *int
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// AgentListProgramsResponse500Headers the declared response headers of an HTTP 500 response for AgentListPrograms
+type AgentListProgramsResponse500Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+type AgentListProgramsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *AgentProgramList
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *PlatformError
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PlatformError
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TypedError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *PlatformError
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *PlatformError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *AgentListProgramsResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *AgentListProgramsResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *AgentListProgramsResponse403Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *AgentListProgramsResponse413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *AgentListProgramsResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *AgentListProgramsResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r AgentListProgramsResponse) GetJSON200() *AgentProgramList {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r AgentListProgramsResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r AgentListProgramsResponse) GetJSON401() *PlatformError {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r AgentListProgramsResponse) GetJSON403() *PlatformError {
+	return r.JSON403
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r AgentListProgramsResponse) GetJSON408() *PlatformError {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r AgentListProgramsResponse) GetJSON413() *TypedError {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r AgentListProgramsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r AgentListProgramsResponse) GetJSON431() *PlatformError {
+	return r.JSON431
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r AgentListProgramsResponse) GetJSON500() *PlatformError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r AgentListProgramsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r AgentListProgramsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r AgentListProgramsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r AgentListProgramsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// AgentGetProgramResponse200Headers the declared response headers of an HTTP 200 response for AgentGetProgram
+type AgentGetProgramResponse200Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// AgentGetProgramResponse401Headers the declared response headers of an HTTP 401 response for AgentGetProgram
+type AgentGetProgramResponse401Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// AgentGetProgramResponse403Headers the declared response headers of an HTTP 403 response for AgentGetProgram
+type AgentGetProgramResponse403Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// AgentGetProgramResponse404Headers the declared response headers of an HTTP 404 response for AgentGetProgram
+type AgentGetProgramResponse404Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// AgentGetProgramResponse413Headers the declared response headers of an HTTP 413 response for AgentGetProgram
+type AgentGetProgramResponse413Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// AgentGetProgramResponse429Headers the declared response headers of an HTTP 429 response for AgentGetProgram
+type AgentGetProgramResponse429Headers struct {
+	RetryAfter          *int
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// AgentGetProgramResponse500Headers the declared response headers of an HTTP 500 response for AgentGetProgram
+type AgentGetProgramResponse500Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+type AgentGetProgramResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *AgentProgramResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *PlatformError
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PlatformError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *PlatformError
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TypedError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *PlatformError
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *PlatformError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *AgentGetProgramResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *AgentGetProgramResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *AgentGetProgramResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *AgentGetProgramResponse404Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *AgentGetProgramResponse413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *AgentGetProgramResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *AgentGetProgramResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r AgentGetProgramResponse) GetJSON200() *AgentProgramResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r AgentGetProgramResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r AgentGetProgramResponse) GetJSON401() *PlatformError {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r AgentGetProgramResponse) GetJSON403() *PlatformError {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r AgentGetProgramResponse) GetJSON404() *PlatformError {
+	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r AgentGetProgramResponse) GetJSON408() *PlatformError {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r AgentGetProgramResponse) GetJSON413() *TypedError {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r AgentGetProgramResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r AgentGetProgramResponse) GetJSON431() *PlatformError {
+	return r.JSON431
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r AgentGetProgramResponse) GetJSON500() *PlatformError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r AgentGetProgramResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r AgentGetProgramResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r AgentGetProgramResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r AgentGetProgramResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// AgentUpdateProgramResponse200Headers the declared response headers of an HTTP 200 response for AgentUpdateProgram
+type AgentUpdateProgramResponse200Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// AgentUpdateProgramResponse400Headers the declared response headers of an HTTP 400 response for AgentUpdateProgram
+type AgentUpdateProgramResponse400Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// AgentUpdateProgramResponse401Headers the declared response headers of an HTTP 401 response for AgentUpdateProgram
+type AgentUpdateProgramResponse401Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// AgentUpdateProgramResponse403Headers the declared response headers of an HTTP 403 response for AgentUpdateProgram
+type AgentUpdateProgramResponse403Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// AgentUpdateProgramResponse404Headers the declared response headers of an HTTP 404 response for AgentUpdateProgram
+type AgentUpdateProgramResponse404Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// AgentUpdateProgramResponse413Headers the declared response headers of an HTTP 413 response for AgentUpdateProgram
+type AgentUpdateProgramResponse413Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// AgentUpdateProgramResponse429Headers the declared response headers of an HTTP 429 response for AgentUpdateProgram
+type AgentUpdateProgramResponse429Headers struct {
+	RetryAfter          *int
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// AgentUpdateProgramResponse500Headers the declared response headers of an HTTP 500 response for AgentUpdateProgram
+type AgentUpdateProgramResponse500Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+type AgentUpdateProgramResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *AgentProgramResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *PlatformError
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PlatformError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *PlatformError
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TypedError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *PlatformError
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *PlatformError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *AgentUpdateProgramResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *AgentUpdateProgramResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *AgentUpdateProgramResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *AgentUpdateProgramResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *AgentUpdateProgramResponse404Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *AgentUpdateProgramResponse413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *AgentUpdateProgramResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *AgentUpdateProgramResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r AgentUpdateProgramResponse) GetJSON200() *AgentProgramResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r AgentUpdateProgramResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r AgentUpdateProgramResponse) GetJSON401() *PlatformError {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r AgentUpdateProgramResponse) GetJSON403() *PlatformError {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r AgentUpdateProgramResponse) GetJSON404() *PlatformError {
+	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r AgentUpdateProgramResponse) GetJSON408() *PlatformError {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r AgentUpdateProgramResponse) GetJSON413() *TypedError {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r AgentUpdateProgramResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r AgentUpdateProgramResponse) GetJSON431() *PlatformError {
+	return r.JSON431
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r AgentUpdateProgramResponse) GetJSON500() *PlatformError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r AgentUpdateProgramResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r AgentUpdateProgramResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r AgentUpdateProgramResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r AgentUpdateProgramResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
 }
 
 type CreateAgentKeyResponse struct {
@@ -10278,6 +14028,363 @@ func (r AddWorkspaceMemberResponse) ContentType() string {
 	return ""
 }
 
+type ListTrackingEventsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *DashTrackingEventList
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *PlatformError
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PlatformError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *PlatformError
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *PlatformError
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *PlatformError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListTrackingEventsResponse) GetJSON200() *DashTrackingEventList {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListTrackingEventsResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListTrackingEventsResponse) GetJSON401() *PlatformError {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListTrackingEventsResponse) GetJSON403() *PlatformError {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ListTrackingEventsResponse) GetJSON404() *PlatformError {
+	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r ListTrackingEventsResponse) GetJSON408() *PlatformError {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r ListTrackingEventsResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r ListTrackingEventsResponse) GetJSON431() *PlatformError {
+	return r.JSON431
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListTrackingEventsResponse) GetJSON500() *PlatformError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ListTrackingEventsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListTrackingEventsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListTrackingEventsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListTrackingEventsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type SignOutResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *DashSignOutResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *PlatformError
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *PlatformError
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *PlatformError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SignOutResponse) GetJSON200() *DashSignOutResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r SignOutResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r SignOutResponse) GetJSON401() *PlatformError {
+	return r.JSON401
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r SignOutResponse) GetJSON408() *PlatformError {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r SignOutResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r SignOutResponse) GetJSON431() *PlatformError {
+	return r.JSON431
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r SignOutResponse) GetJSON500() *PlatformError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r SignOutResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SignOutResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SignOutResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SignOutResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// SignInResponse200Headers the declared response headers of an HTTP 200 response for SignIn
+type SignInResponse200Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// SignInResponse400Headers the declared response headers of an HTTP 400 response for SignIn
+type SignInResponse400Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// SignInResponse401Headers the declared response headers of an HTTP 401 response for SignIn
+type SignInResponse401Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// SignInResponse403Headers the declared response headers of an HTTP 403 response for SignIn
+type SignInResponse403Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// SignInResponse413Headers the declared response headers of an HTTP 413 response for SignIn
+type SignInResponse413Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// SignInResponse429Headers the declared response headers of an HTTP 429 response for SignIn
+type SignInResponse429Headers struct {
+	RetryAfter          *int
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// SignInResponse500Headers the declared response headers of an HTTP 500 response for SignIn
+type SignInResponse500Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// SignInResponse503Headers the declared response headers of an HTTP 503 response for SignIn
+type SignInResponse503Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+type SignInResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *DashSignInResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *PlatformError
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *DashSignInRefusal
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TypedError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *PlatformError
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *PlatformError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *PlatformError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *SignInResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *SignInResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *SignInResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *SignInResponse403Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *SignInResponse413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *SignInResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *SignInResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *SignInResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SignInResponse) GetJSON200() *DashSignInResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r SignInResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r SignInResponse) GetJSON401() *PlatformError {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r SignInResponse) GetJSON403() *DashSignInRefusal {
+	return r.JSON403
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r SignInResponse) GetJSON408() *PlatformError {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r SignInResponse) GetJSON413() *TypedError {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r SignInResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r SignInResponse) GetJSON431() *PlatformError {
+	return r.JSON431
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r SignInResponse) GetJSON500() *PlatformError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r SignInResponse) GetJSON503() *PlatformError {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r SignInResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SignInResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SignInResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SignInResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // CliAuthCallbackResponse200Headers the declared response headers of an HTTP 200 response for CliAuthCallback
 type CliAuthCallbackResponse200Headers struct {
 	XRateLimitLimit     int
@@ -11401,6 +15508,1160 @@ func (r CliTestEventResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r CliTestEventResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetAnalyticsSourcesResponse200Headers the declared response headers of an HTTP 200 response for GetAnalyticsSources
+type GetAnalyticsSourcesResponse200Headers struct {
+	Deprecation         *string
+	Link                *string
+	Sunset              *string
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// GetAnalyticsSourcesResponse400Headers the declared response headers of an HTTP 400 response for GetAnalyticsSources
+type GetAnalyticsSourcesResponse400Headers struct {
+	Deprecation         *string
+	Link                *string
+	Sunset              *string
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// GetAnalyticsSourcesResponse401Headers the declared response headers of an HTTP 401 response for GetAnalyticsSources
+type GetAnalyticsSourcesResponse401Headers struct {
+	Deprecation         *string
+	Link                *string
+	Sunset              *string
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// GetAnalyticsSourcesResponse413Headers the declared response headers of an HTTP 413 response for GetAnalyticsSources
+type GetAnalyticsSourcesResponse413Headers struct {
+	Deprecation         *string
+	Link                *string
+	Sunset              *string
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// GetAnalyticsSourcesResponse429Headers the declared response headers of an HTTP 429 response for GetAnalyticsSources
+type GetAnalyticsSourcesResponse429Headers struct {
+	RetryAfter          *int
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// GetAnalyticsSourcesResponse500Headers the declared response headers of an HTTP 500 response for GetAnalyticsSources
+type GetAnalyticsSourcesResponse500Headers struct {
+	Deprecation         *string
+	Link                *string
+	Sunset              *string
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+type GetAnalyticsSourcesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ProgramMeSourcesResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *TypedError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *GetAnalyticsSources401JSONResponseBody
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TypedError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *PlatformError
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ProgramMeInternalError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetAnalyticsSourcesResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *GetAnalyticsSourcesResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetAnalyticsSourcesResponse401Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *GetAnalyticsSourcesResponse413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetAnalyticsSourcesResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetAnalyticsSourcesResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetAnalyticsSourcesResponse) GetJSON200() *ProgramMeSourcesResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetAnalyticsSourcesResponse) GetJSON400() *TypedError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetAnalyticsSourcesResponse) GetJSON401() *GetAnalyticsSources401JSONResponseBody {
+	return r.JSON401
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r GetAnalyticsSourcesResponse) GetJSON408() *PlatformError {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r GetAnalyticsSourcesResponse) GetJSON413() *TypedError {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetAnalyticsSourcesResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r GetAnalyticsSourcesResponse) GetJSON431() *PlatformError {
+	return r.JSON431
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetAnalyticsSourcesResponse) GetJSON500() *ProgramMeInternalError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetAnalyticsSourcesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetAnalyticsSourcesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetAnalyticsSourcesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetAnalyticsSourcesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetReadinessResponse200Headers the declared response headers of an HTTP 200 response for GetReadiness
+type GetReadinessResponse200Headers struct {
+	Deprecation         *string
+	Link                *string
+	Sunset              *string
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// GetReadinessResponse400Headers the declared response headers of an HTTP 400 response for GetReadiness
+type GetReadinessResponse400Headers struct {
+	XRequestID *string
+}
+
+// GetReadinessResponse401Headers the declared response headers of an HTTP 401 response for GetReadiness
+type GetReadinessResponse401Headers struct {
+	Deprecation         *string
+	Link                *string
+	Sunset              *string
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// GetReadinessResponse413Headers the declared response headers of an HTTP 413 response for GetReadiness
+type GetReadinessResponse413Headers struct {
+	Deprecation         *string
+	Link                *string
+	Sunset              *string
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// GetReadinessResponse429Headers the declared response headers of an HTTP 429 response for GetReadiness
+type GetReadinessResponse429Headers struct {
+	RetryAfter          *int
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// GetReadinessResponse500Headers the declared response headers of an HTTP 500 response for GetReadiness
+type GetReadinessResponse500Headers struct {
+	Deprecation         *string
+	Link                *string
+	Sunset              *string
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+type GetReadinessResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ProgramMeReadiness
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *TypedError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *GetReadiness401JSONResponseBody
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TypedError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *PlatformError
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ProgramMeInternalError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetReadinessResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *GetReadinessResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetReadinessResponse401Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *GetReadinessResponse413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetReadinessResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetReadinessResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetReadinessResponse) GetJSON200() *ProgramMeReadiness {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetReadinessResponse) GetJSON400() *TypedError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetReadinessResponse) GetJSON401() *GetReadiness401JSONResponseBody {
+	return r.JSON401
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r GetReadinessResponse) GetJSON408() *PlatformError {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r GetReadinessResponse) GetJSON413() *TypedError {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetReadinessResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r GetReadinessResponse) GetJSON431() *PlatformError {
+	return r.JSON431
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetReadinessResponse) GetJSON500() *ProgramMeInternalError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetReadinessResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetReadinessResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetReadinessResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetReadinessResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GenerateProgramKeyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *DashKeyResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *PlatformError
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PlatformError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *PlatformError
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *PlatformError
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *PlatformError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GenerateProgramKeyResponse) GetJSON200() *DashKeyResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GenerateProgramKeyResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GenerateProgramKeyResponse) GetJSON401() *PlatformError {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GenerateProgramKeyResponse) GetJSON403() *PlatformError {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GenerateProgramKeyResponse) GetJSON404() *PlatformError {
+	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r GenerateProgramKeyResponse) GetJSON408() *PlatformError {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r GenerateProgramKeyResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r GenerateProgramKeyResponse) GetJSON431() *PlatformError {
+	return r.JSON431
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GenerateProgramKeyResponse) GetJSON500() *PlatformError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GenerateProgramKeyResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GenerateProgramKeyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GenerateProgramKeyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GenerateProgramKeyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type ListProgramNotificationsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *DashNotificationList
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *PlatformError
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PlatformError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *PlatformError
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *PlatformError
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *PlatformError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListProgramNotificationsResponse) GetJSON200() *DashNotificationList {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListProgramNotificationsResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListProgramNotificationsResponse) GetJSON401() *PlatformError {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListProgramNotificationsResponse) GetJSON403() *PlatformError {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ListProgramNotificationsResponse) GetJSON404() *PlatformError {
+	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r ListProgramNotificationsResponse) GetJSON408() *PlatformError {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r ListProgramNotificationsResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r ListProgramNotificationsResponse) GetJSON431() *PlatformError {
+	return r.JSON431
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListProgramNotificationsResponse) GetJSON500() *PlatformError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ListProgramNotificationsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListProgramNotificationsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListProgramNotificationsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListProgramNotificationsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetProgramSettingsResponse200Headers the declared response headers of an HTTP 200 response for GetProgramSettings
+type GetProgramSettingsResponse200Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// GetProgramSettingsResponse401Headers the declared response headers of an HTTP 401 response for GetProgramSettings
+type GetProgramSettingsResponse401Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// GetProgramSettingsResponse403Headers the declared response headers of an HTTP 403 response for GetProgramSettings
+type GetProgramSettingsResponse403Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// GetProgramSettingsResponse404Headers the declared response headers of an HTTP 404 response for GetProgramSettings
+type GetProgramSettingsResponse404Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// GetProgramSettingsResponse413Headers the declared response headers of an HTTP 413 response for GetProgramSettings
+type GetProgramSettingsResponse413Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// GetProgramSettingsResponse429Headers the declared response headers of an HTTP 429 response for GetProgramSettings
+type GetProgramSettingsResponse429Headers struct {
+	RetryAfter          *int
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// GetProgramSettingsResponse500Headers the declared response headers of an HTTP 500 response for GetProgramSettings
+type GetProgramSettingsResponse500Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+type GetProgramSettingsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *DashSettingsResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *PlatformError
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PlatformError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *PlatformError
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TypedError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *PlatformError
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *PlatformError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetProgramSettingsResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetProgramSettingsResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GetProgramSettingsResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *GetProgramSettingsResponse404Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *GetProgramSettingsResponse413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetProgramSettingsResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetProgramSettingsResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetProgramSettingsResponse) GetJSON200() *DashSettingsResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetProgramSettingsResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetProgramSettingsResponse) GetJSON401() *PlatformError {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetProgramSettingsResponse) GetJSON403() *PlatformError {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetProgramSettingsResponse) GetJSON404() *PlatformError {
+	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r GetProgramSettingsResponse) GetJSON408() *PlatformError {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r GetProgramSettingsResponse) GetJSON413() *TypedError {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetProgramSettingsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r GetProgramSettingsResponse) GetJSON431() *PlatformError {
+	return r.JSON431
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetProgramSettingsResponse) GetJSON500() *PlatformError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetProgramSettingsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetProgramSettingsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetProgramSettingsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetProgramSettingsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UpdateProgramSettingsResponse200Headers the declared response headers of an HTTP 200 response for UpdateProgramSettings
+type UpdateProgramSettingsResponse200Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// UpdateProgramSettingsResponse400Headers the declared response headers of an HTTP 400 response for UpdateProgramSettings
+type UpdateProgramSettingsResponse400Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// UpdateProgramSettingsResponse401Headers the declared response headers of an HTTP 401 response for UpdateProgramSettings
+type UpdateProgramSettingsResponse401Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// UpdateProgramSettingsResponse403Headers the declared response headers of an HTTP 403 response for UpdateProgramSettings
+type UpdateProgramSettingsResponse403Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// UpdateProgramSettingsResponse404Headers the declared response headers of an HTTP 404 response for UpdateProgramSettings
+type UpdateProgramSettingsResponse404Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// UpdateProgramSettingsResponse413Headers the declared response headers of an HTTP 413 response for UpdateProgramSettings
+type UpdateProgramSettingsResponse413Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// UpdateProgramSettingsResponse429Headers the declared response headers of an HTTP 429 response for UpdateProgramSettings
+type UpdateProgramSettingsResponse429Headers struct {
+	RetryAfter          *int
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// UpdateProgramSettingsResponse500Headers the declared response headers of an HTTP 500 response for UpdateProgramSettings
+type UpdateProgramSettingsResponse500Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+type UpdateProgramSettingsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *DashSettingsResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *PlatformError
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PlatformError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *PlatformError
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TypedError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *PlatformError
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *PlatformError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *UpdateProgramSettingsResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *UpdateProgramSettingsResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UpdateProgramSettingsResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *UpdateProgramSettingsResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *UpdateProgramSettingsResponse404Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *UpdateProgramSettingsResponse413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *UpdateProgramSettingsResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *UpdateProgramSettingsResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdateProgramSettingsResponse) GetJSON200() *DashSettingsResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r UpdateProgramSettingsResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r UpdateProgramSettingsResponse) GetJSON401() *PlatformError {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r UpdateProgramSettingsResponse) GetJSON403() *PlatformError {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r UpdateProgramSettingsResponse) GetJSON404() *PlatformError {
+	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r UpdateProgramSettingsResponse) GetJSON408() *PlatformError {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r UpdateProgramSettingsResponse) GetJSON413() *TypedError {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r UpdateProgramSettingsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r UpdateProgramSettingsResponse) GetJSON431() *PlatformError {
+	return r.JSON431
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r UpdateProgramSettingsResponse) GetJSON500() *PlatformError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdateProgramSettingsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateProgramSettingsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateProgramSettingsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdateProgramSettingsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type ListWebhooksResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *DashWebhookList
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *PlatformError
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PlatformError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *PlatformError
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *PlatformError
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *PlatformError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListWebhooksResponse) GetJSON200() *DashWebhookList {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListWebhooksResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListWebhooksResponse) GetJSON401() *PlatformError {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListWebhooksResponse) GetJSON403() *PlatformError {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ListWebhooksResponse) GetJSON404() *PlatformError {
+	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r ListWebhooksResponse) GetJSON408() *PlatformError {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r ListWebhooksResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r ListWebhooksResponse) GetJSON431() *PlatformError {
+	return r.JSON431
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListWebhooksResponse) GetJSON500() *PlatformError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ListWebhooksResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListWebhooksResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListWebhooksResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListWebhooksResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type CreateWebhookResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *DashWebhookCreated
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *PlatformError
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PlatformError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *PlatformError
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *PlatformError
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *PlatformError
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateWebhookResponse) GetJSON201() *DashWebhookCreated {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreateWebhookResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateWebhookResponse) GetJSON401() *PlatformError {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreateWebhookResponse) GetJSON403() *PlatformError {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CreateWebhookResponse) GetJSON404() *PlatformError {
+	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r CreateWebhookResponse) GetJSON408() *PlatformError {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreateWebhookResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r CreateWebhookResponse) GetJSON431() *PlatformError {
+	return r.JSON431
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CreateWebhookResponse) GetJSON500() *PlatformError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateWebhookResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateWebhookResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateWebhookResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateWebhookResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type DeleteWebhookResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *DashWebhookDeleted
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *PlatformError
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PlatformError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *PlatformError
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *PlatformError
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *PlatformError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r DeleteWebhookResponse) GetJSON200() *DashWebhookDeleted {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DeleteWebhookResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteWebhookResponse) GetJSON401() *PlatformError {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteWebhookResponse) GetJSON403() *PlatformError {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DeleteWebhookResponse) GetJSON404() *PlatformError {
+	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r DeleteWebhookResponse) GetJSON408() *PlatformError {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r DeleteWebhookResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r DeleteWebhookResponse) GetJSON431() *PlatformError {
+	return r.JSON431
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r DeleteWebhookResponse) GetJSON500() *PlatformError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteWebhookResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteWebhookResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteWebhookResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteWebhookResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -12983,6 +18244,123 @@ func (r GetAPIReferenceResponse) ContentType() string {
 	return ""
 }
 
+type GetErrorReferenceResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *PlatformError
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r GetErrorReferenceResponse) GetJSON408() *PlatformError {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r GetErrorReferenceResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r GetErrorReferenceResponse) GetJSON431() *PlatformError {
+	return r.JSON431
+}
+
+// GetBody returns the raw response body bytes
+func (r GetErrorReferenceResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetErrorReferenceResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetErrorReferenceResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetErrorReferenceResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetHealthzResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *OpsHealth
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *PlatformError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetHealthzResponse) GetJSON200() *OpsHealth {
+	return r.JSON200
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r GetHealthzResponse) GetJSON408() *PlatformError {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r GetHealthzResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r GetHealthzResponse) GetJSON431() *PlatformError {
+	return r.JSON431
+}
+
+// GetBody returns the raw response body bytes
+func (r GetHealthzResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetHealthzResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetHealthzResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetHealthzResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetBrandTrackerScriptResponse200Headers the declared response headers of an HTTP 200 response for GetBrandTrackerScript
 type GetBrandTrackerScriptResponse200Headers struct {
 	CacheControl string
@@ -13068,6 +18446,61 @@ func (r GetBrandTrackerScriptResponse) ContentType() string {
 	return ""
 }
 
+type GetMetricsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *PlatformError
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r GetMetricsResponse) GetJSON408() *PlatformError {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r GetMetricsResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r GetMetricsResponse) GetJSON431() *PlatformError {
+	return r.JSON431
+}
+
+// GetBody returns the raw response body bytes
+func (r GetMetricsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetMetricsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetMetricsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetMetricsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type GetOpenAPIResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -13107,6 +18540,173 @@ func (r GetOpenAPIResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetOpenAPIResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetQueueDashboardResponse200Headers the declared response headers of an HTTP 200 response for GetQueueDashboard
+type GetQueueDashboardResponse200Headers struct {
+	ContentSecurityPolicy *string
+	XFrameOptions         *string
+}
+
+// GetQueueDashboardResponse401Headers the declared response headers of an HTTP 401 response for GetQueueDashboard
+type GetQueueDashboardResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type GetQueueDashboardResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *PlatformError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *PlatformError
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *PlatformError
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *PlatformError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetQueueDashboardResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetQueueDashboardResponse401Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetQueueDashboardResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetQueueDashboardResponse) GetJSON401() *PlatformError {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetQueueDashboardResponse) GetJSON404() *PlatformError {
+	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r GetQueueDashboardResponse) GetJSON408() *PlatformError {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r GetQueueDashboardResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r GetQueueDashboardResponse) GetJSON431() *PlatformError {
+	return r.JSON431
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetQueueDashboardResponse) GetJSON500() *PlatformError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetQueueDashboardResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetQueueDashboardResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetQueueDashboardResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetQueueDashboardResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetReadyzResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *OpsReadiness
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *PlatformError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *OpsReadiness
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetReadyzResponse) GetJSON200() *OpsReadiness {
+	return r.JSON200
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r GetReadyzResponse) GetJSON408() *PlatformError {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r GetReadyzResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r GetReadyzResponse) GetJSON431() *PlatformError {
+	return r.JSON431
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetReadyzResponse) GetJSON503() *OpsReadiness {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetReadyzResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetReadyzResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetReadyzResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetReadyzResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -13293,6 +18893,68 @@ func (r ReceiveBrandStripeEventResponse) ContentType() string {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
 	return ""
+}
+
+// AgentListProgramsWithResponse List the programs of the agent key's workspace
+//
+// Oldest first, in the settings shape. Needs the `programs:read` scope. 60 requests a minute per key.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/agent/v1/programs (the `AgentListPrograms` operationId).
+func (c *ClientWithResponses) AgentListProgramsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*AgentListProgramsResponse, error) {
+	rsp, err := c.AgentListPrograms(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAgentListProgramsResponse(rsp)
+}
+
+// AgentGetProgramWithResponse Read one program of the agent key's workspace
+//
+// The settings shape. A program of another workspace is not found. Needs `programs:read`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/agent/v1/programs/{id} (the `AgentGetProgram` operationId).
+func (c *ClientWithResponses) AgentGetProgramWithResponse(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*AgentGetProgramResponse, error) {
+	rsp, err := c.AgentGetProgram(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAgentGetProgramResponse(rsp)
+}
+
+// AgentUpdateProgramWithBodyWithResponse Change a program of the agent key's workspace
+//
+// The settings fields, validated and applied exactly as
+// `PATCH /api/v1/programs/{id}/settings` does. Needs `programs:write`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /api/agent/v1/programs/{id} (the `AgentUpdateProgram` operationId).
+func (c *ClientWithResponses) AgentUpdateProgramWithBodyWithResponse(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AgentUpdateProgramResponse, error) {
+	rsp, err := c.AgentUpdateProgramWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAgentUpdateProgramResponse(rsp)
+}
+
+// AgentUpdateProgramWithResponse Change a program of the agent key's workspace
+//
+// The settings fields, validated and applied exactly as
+// `PATCH /api/v1/programs/{id}/settings` does. Needs `programs:write`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /api/agent/v1/programs/{id} (the `AgentUpdateProgram` operationId).
+func (c *ClientWithResponses) AgentUpdateProgramWithResponse(ctx context.Context, id int64, body AgentUpdateProgramJSONRequestBody, reqEditors ...RequestEditorFn) (*AgentUpdateProgramResponse, error) {
+	rsp, err := c.AgentUpdateProgram(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAgentUpdateProgramResponse(rsp)
 }
 
 // CreateAgentKeyWithBodyWithResponse Create an agent key of a workspace
@@ -13760,6 +19422,82 @@ func (c *ClientWithResponses) AddWorkspaceMemberWithResponse(ctx context.Context
 	return ParseAddWorkspaceMemberResponse(rsp)
 }
 
+// ListTrackingEventsWithResponse List a program's tracking events (clicks, leads, conversions)
+//
+// The program's clicks, leads and conversions (sales), normalized
+// and sorted newest first, test events left out. Each type is read
+// newest first and capped at 3 × `pageSize` rows before the merge,
+// so `total` is at most 3 × `pageSize` for one type and 9 ×
+// `pageSize` for all; pages beyond it are empty even when older
+// events exist (narrow with `dateFrom`/`dateTo`). Any member of the
+// program's workspace (every role holds `tracking:list`).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/tracking/events/{programId} (the `ListTrackingEvents` operationId).
+func (c *ClientWithResponses) ListTrackingEventsWithResponse(ctx context.Context, programId int64, params *ListTrackingEventsParams, reqEditors ...RequestEditorFn) (*ListTrackingEventsResponse, error) {
+	rsp, err := c.ListTrackingEvents(ctx, programId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListTrackingEventsResponse(rsp)
+}
+
+// SignOutWithResponse Sign out (revoke the presented dashboard token)
+//
+// Revokes the dashboard token of the request at once, on every edge instance.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /api/v1/auth/session (the `SignOut` operationId).
+func (c *ClientWithResponses) SignOutWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*SignOutResponse, error) {
+	rsp, err := c.SignOut(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSignOutResponse(rsp)
+}
+
+// SignInWithBodyWithResponse Sign in with an id_token of the sign-in provider
+//
+// Verifies an OpenID Connect `id_token` of the configured provider
+// (signature, issuer, audience, expiry, `email_verified`), creates
+// the user on first sign-in (or links the user the operator invited
+// by email) and returns a dashboard token for
+// `Authorization: Bearer` on the dashboard routes. Each id_token
+// signs in once. 60 attempts a minute per client IP.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/auth/session (the `SignIn` operationId).
+func (c *ClientWithResponses) SignInWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SignInResponse, error) {
+	rsp, err := c.SignInWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSignInResponse(rsp)
+}
+
+// SignInWithResponse Sign in with an id_token of the sign-in provider
+//
+// Verifies an OpenID Connect `id_token` of the configured provider
+// (signature, issuer, audience, expiry, `email_verified`), creates
+// the user on first sign-in (or links the user the operator invited
+// by email) and returns a dashboard token for
+// `Authorization: Bearer` on the dashboard routes. Each id_token
+// signs in once. 60 attempts a minute per client IP.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/auth/session (the `SignIn` operationId).
+func (c *ClientWithResponses) SignInWithResponse(ctx context.Context, body SignInJSONRequestBody, reqEditors ...RequestEditorFn) (*SignInResponse, error) {
+	rsp, err := c.SignIn(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSignInResponse(rsp)
+}
+
 // CliAuthCallbackWithBodyWithResponse Complete a login with an id_token
 //
 // The login page posts the CLI's `state` and the provider's `id_token`, verified exactly as dashboard sign-in verifies it; the user is created on first sign-in. The next poll hands out the token.
@@ -13986,6 +19724,229 @@ func (c *ClientWithResponses) CliTestEventWithResponse(ctx context.Context, body
 		return nil, err
 	}
 	return ParseCliTestEventResponse(rsp)
+}
+
+// GetAnalyticsSourcesWithResponse Clicks, leads, sales and revenue of the key's program by referrer and partner
+//
+// Groups the program's events over `from`..`to` (inclusive; at most
+// 92 days; default the 30 days up to now) by the referring domain of
+// the click that brought each customer and by partner, most clicks
+// first (then leads, then sales). Test events are left out; a
+// provisional lead counts once it settles. Revenue is sales less
+// refunds in minor units, per currency. Errors in the typed
+// envelope. 30 requests a minute per key.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/programs/me/analytics/sources (the `GetAnalyticsSources` operationId).
+func (c *ClientWithResponses) GetAnalyticsSourcesWithResponse(ctx context.Context, params *GetAnalyticsSourcesParams, reqEditors ...RequestEditorFn) (*GetAnalyticsSourcesResponse, error) {
+	rsp, err := c.GetAnalyticsSources(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetAnalyticsSourcesResponse(rsp)
+}
+
+// GetReadinessWithResponse The integration readiness of the key's program
+//
+// Five gates checked in order (profile, economics, payout, tracking,
+// live), each `pass`, `fail` or `unknown` with the next action, and
+// the program's state. Computed afresh on every call; poll no
+// faster than `poll.retry_after_seconds`. The body is bare (no
+// `data`). Errors in the typed envelope. 30 requests a minute per
+// key.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/programs/me/readiness (the `GetReadiness` operationId).
+func (c *ClientWithResponses) GetReadinessWithResponse(ctx context.Context, params *GetReadinessParams, reqEditors ...RequestEditorFn) (*GetReadinessResponse, error) {
+	rsp, err := c.GetReadiness(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetReadinessResponse(rsp)
+}
+
+// GenerateProgramKeyWithBodyWithResponse Generate or regenerate the program's API key
+//
+// Workspace owner only. Replaces the program's live key (`aff_…`),
+// or with `{"mode": "test"}` its test key (`aff_test_…`), in place:
+// the old key fails at once on every edge instance, and a key marked
+// for rotation stops sending warnings. This answer is the only time
+// the full key is shown.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/programs/{id}/api-key (the `GenerateProgramKey` operationId).
+func (c *ClientWithResponses) GenerateProgramKeyWithBodyWithResponse(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*GenerateProgramKeyResponse, error) {
+	rsp, err := c.GenerateProgramKeyWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGenerateProgramKeyResponse(rsp)
+}
+
+// GenerateProgramKeyWithResponse Generate or regenerate the program's API key
+//
+// Workspace owner only. Replaces the program's live key (`aff_…`),
+// or with `{"mode": "test"}` its test key (`aff_test_…`), in place:
+// the old key fails at once on every edge instance, and a key marked
+// for rotation stops sending warnings. This answer is the only time
+// the full key is shown.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/programs/{id}/api-key (the `GenerateProgramKey` operationId).
+func (c *ClientWithResponses) GenerateProgramKeyWithResponse(ctx context.Context, id int64, body GenerateProgramKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*GenerateProgramKeyResponse, error) {
+	rsp, err := c.GenerateProgramKey(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGenerateProgramKeyResponse(rsp)
+}
+
+// ListProgramNotificationsWithResponse The advertiser's notifications about a program
+//
+// In-app notifications to the advertiser about the program (manual
+// review warnings when a refunded commission was already paid out),
+// newest first. Any member of the program's workspace.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/programs/{id}/notifications (the `ListProgramNotifications` operationId).
+func (c *ClientWithResponses) ListProgramNotificationsWithResponse(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*ListProgramNotificationsResponse, error) {
+	rsp, err := c.ListProgramNotifications(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListProgramNotificationsResponse(rsp)
+}
+
+// GetProgramSettingsWithResponse Read a program's settings
+//
+// Every program field (the key only masked) and whether a processor
+// webhook signing secret is set. Any member of the program's
+// workspace. 30 requests a minute per dashboard token.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/programs/{id}/settings (the `GetProgramSettings` operationId).
+func (c *ClientWithResponses) GetProgramSettingsWithResponse(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*GetProgramSettingsResponse, error) {
+	rsp, err := c.GetProgramSettings(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetProgramSettingsResponse(rsp)
+}
+
+// UpdateProgramSettingsWithBodyWithResponse Change a program's settings
+//
+// Owner or admin. The fields sent are validated as CLI init
+// validates them (same order, same messages) and applied together;
+// absent or null fields keep their value. Every edge instance drops
+// what it cached of the program once the change commits. 30
+// requests a minute per dashboard token.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /api/v1/programs/{id}/settings (the `UpdateProgramSettings` operationId).
+func (c *ClientWithResponses) UpdateProgramSettingsWithBodyWithResponse(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateProgramSettingsResponse, error) {
+	rsp, err := c.UpdateProgramSettingsWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateProgramSettingsResponse(rsp)
+}
+
+// UpdateProgramSettingsWithResponse Change a program's settings
+//
+// Owner or admin. The fields sent are validated as CLI init
+// validates them (same order, same messages) and applied together;
+// absent or null fields keep their value. Every edge instance drops
+// what it cached of the program once the change commits. 30
+// requests a minute per dashboard token.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /api/v1/programs/{id}/settings (the `UpdateProgramSettings` operationId).
+func (c *ClientWithResponses) UpdateProgramSettingsWithResponse(ctx context.Context, id int64, body UpdateProgramSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateProgramSettingsResponse, error) {
+	rsp, err := c.UpdateProgramSettings(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateProgramSettingsResponse(rsp)
+}
+
+// ListWebhooksWithResponse List the program's webhook endpoints and their recent deliveries
+//
+// Owner or admin. Each endpoint with its last 20 delivery attempts, newest first; secrets are never shown again.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/programs/{id}/webhooks (the `ListWebhooks` operationId).
+func (c *ClientWithResponses) ListWebhooksWithResponse(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*ListWebhooksResponse, error) {
+	rsp, err := c.ListWebhooks(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListWebhooksResponse(rsp)
+}
+
+// CreateWebhookWithBodyWithResponse Register an outbound webhook endpoint
+//
+// Owner or admin. Registers a URL to receive the program's events,
+// signed as Standard Webhooks (`webhook-id`, `webhook-timestamp`,
+// `webhook-signature` = `v1,<base64 HMAC-SHA256 of "id.timestamp.body">`
+// keyed with the base64 part of the secret after `whsec_`). URLs on
+// loopback, private or link-local addresses are refused unless the
+// deployment sets `WEBHOOK_ALLOW_PRIVATE_TARGETS=true`. The answer is
+// the only time the signing secret is shown.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/programs/{id}/webhooks (the `CreateWebhook` operationId).
+func (c *ClientWithResponses) CreateWebhookWithBodyWithResponse(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateWebhookResponse, error) {
+	rsp, err := c.CreateWebhookWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateWebhookResponse(rsp)
+}
+
+// CreateWebhookWithResponse Register an outbound webhook endpoint
+//
+// Owner or admin. Registers a URL to receive the program's events,
+// signed as Standard Webhooks (`webhook-id`, `webhook-timestamp`,
+// `webhook-signature` = `v1,<base64 HMAC-SHA256 of "id.timestamp.body">`
+// keyed with the base64 part of the secret after `whsec_`). URLs on
+// loopback, private or link-local addresses are refused unless the
+// deployment sets `WEBHOOK_ALLOW_PRIVATE_TARGETS=true`. The answer is
+// the only time the signing secret is shown.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/programs/{id}/webhooks (the `CreateWebhook` operationId).
+func (c *ClientWithResponses) CreateWebhookWithResponse(ctx context.Context, id int64, body CreateWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateWebhookResponse, error) {
+	rsp, err := c.CreateWebhook(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateWebhookResponse(rsp)
+}
+
+// DeleteWebhookWithResponse Remove a webhook endpoint
+//
+// Owner or admin. Pending deliveries to the endpoint are dropped.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /api/v1/programs/{id}/webhooks/{webhookId} (the `DeleteWebhook` operationId).
+func (c *ClientWithResponses) DeleteWebhookWithResponse(ctx context.Context, id int64, webhookId int64, reqEditors ...RequestEditorFn) (*DeleteWebhookResponse, error) {
+	rsp, err := c.DeleteWebhook(ctx, id, webhookId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteWebhookResponse(rsp)
 }
 
 // PreflightTrackClickWithResponse CORS preflight of the browser route
@@ -14395,6 +20356,36 @@ func (c *ClientWithResponses) GetAPIReferenceWithResponse(ctx context.Context, r
 	return ParseGetAPIReferenceResponse(rsp)
 }
 
+// GetErrorReferenceWithResponse The error reference page
+//
+// What each error code means and what to do; `docs_url` and the rotation `Link` header point into it (`#<code>`).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /docs/errors (the `GetErrorReference` operationId).
+func (c *ClientWithResponses) GetErrorReferenceWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetErrorReferenceResponse, error) {
+	rsp, err := c.GetErrorReference(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetErrorReferenceResponse(rsp)
+}
+
+// GetHealthzWithResponse Liveness probe
+//
+// Answers while the process runs; checks no dependency.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /healthz (the `GetHealthz` operationId).
+func (c *ClientWithResponses) GetHealthzWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetHealthzResponse, error) {
+	rsp, err := c.GetHealthz(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetHealthzResponse(rsp)
+}
+
 // GetBrandTrackerScriptWithResponse The browser tracker under the reference snippet's path
 //
 // The same script as `/tracker.js`, for pages written for the
@@ -14414,6 +20405,24 @@ func (c *ClientWithResponses) GetBrandTrackerScriptWithResponse(ctx context.Cont
 	return ParseGetBrandTrackerScriptResponse(rsp)
 }
 
+// GetMetricsWithResponse Prometheus metrics
+//
+// The edge's Prometheus metrics (requests by route pattern and
+// status, queues, outbox, breakers, Go runtime). Open on the listen
+// address: keep it behind the network boundary. Mounted only when
+// the edge is built with a metrics handler (always in `cmd/edge`).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /metrics (the `GetMetrics` operationId).
+func (c *ClientWithResponses) GetMetricsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetMetricsResponse, error) {
+	rsp, err := c.GetMetrics(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetMetricsResponse(rsp)
+}
+
 // GetOpenAPIWithResponse This document, as JSON
 //
 // Returns a wrapper object for the known response body format(s).
@@ -14425,6 +20434,44 @@ func (c *ClientWithResponses) GetOpenAPIWithResponse(ctx context.Context, reqEdi
 		return nil, err
 	}
 	return ParseGetOpenAPIResponse(rsp)
+}
+
+// GetQueueDashboardWithResponse The asynq queue dashboard (entry page)
+//
+// The asynq dashboard's web page (its pages and API live under
+// `/ops/queues/…`, not described here). Needs the operator token, as
+// a bearer token or as the password of HTTP basic auth (any user
+// name) so that a browser can open it. Read-only unless
+// `OPS_QUEUES_READONLY=false`; changes from another site are
+// refused. Without `OPERATOR_TOKEN` it does not exist (404).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /ops/queues (the `GetQueueDashboard` operationId).
+func (c *ClientWithResponses) GetQueueDashboardWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetQueueDashboardResponse, error) {
+	rsp, err := c.GetQueueDashboard(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetQueueDashboardResponse(rsp)
+}
+
+// GetReadyzWithResponse Readiness probe (Postgres, Redis)
+//
+// Checks each dependency. The edge answers what it can while one is
+// away (clicks fall back to Postgres while Redis is down), so it
+// stays in the load balancer: 200 `ready` when every check passes,
+// 200 `degraded` when some fail, 503 `unavailable` only when all do.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /readyz (the `GetReadyz` operationId).
+func (c *ClientWithResponses) GetReadyzWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetReadyzResponse, error) {
+	rsp, err := c.GetReadyz(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetReadyzResponse(rsp)
 }
 
 // GetTrackerScriptWithResponse The browser tracker script
@@ -14484,6 +20531,800 @@ func (c *ClientWithResponses) ReceiveBrandStripeEventWithResponse(ctx context.Co
 		return nil, err
 	}
 	return ParseReceiveBrandStripeEventResponse(rsp)
+}
+
+// ParseAgentListProgramsResponse parses an HTTP response from a AgentListProgramsWithResponse call
+func ParseAgentListProgramsResponse(rsp *http.Response) (*AgentListProgramsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &AgentListProgramsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest AgentProgramList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TypedError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers AgentListProgramsResponse200Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers AgentListProgramsResponse401Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers AgentListProgramsResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 413:
+		var headers AgentListProgramsResponse413Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers AgentListProgramsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers AgentListProgramsResponse500Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseAgentGetProgramResponse parses an HTTP response from a AgentGetProgramWithResponse call
+func ParseAgentGetProgramResponse(rsp *http.Response) (*AgentGetProgramResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &AgentGetProgramResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest AgentProgramResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TypedError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers AgentGetProgramResponse200Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers AgentGetProgramResponse401Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers AgentGetProgramResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers AgentGetProgramResponse404Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 413:
+		var headers AgentGetProgramResponse413Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers AgentGetProgramResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers AgentGetProgramResponse500Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseAgentUpdateProgramResponse parses an HTTP response from a AgentUpdateProgramWithResponse call
+func ParseAgentUpdateProgramResponse(rsp *http.Response) (*AgentUpdateProgramResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &AgentUpdateProgramResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest AgentProgramResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TypedError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers AgentUpdateProgramResponse200Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers AgentUpdateProgramResponse400Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers AgentUpdateProgramResponse401Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers AgentUpdateProgramResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers AgentUpdateProgramResponse404Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 413:
+		var headers AgentUpdateProgramResponse413Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers AgentUpdateProgramResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers AgentUpdateProgramResponse500Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
 }
 
 // ParseCreateAgentKeyResponse parses an HTTP response from a CreateAgentKeyWithResponse call
@@ -15865,6 +22706,447 @@ func ParseAddWorkspaceMemberResponse(rsp *http.Response) (*AddWorkspaceMemberRes
 		}
 		response.JSON500 = &dest
 
+	}
+
+	return response, nil
+}
+
+// ParseListTrackingEventsResponse parses an HTTP response from a ListTrackingEventsWithResponse call
+func ParseListTrackingEventsResponse(rsp *http.Response) (*ListTrackingEventsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListTrackingEventsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest DashTrackingEventList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseSignOutResponse parses an HTTP response from a SignOutWithResponse call
+func ParseSignOutResponse(rsp *http.Response) (*SignOutResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SignOutResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest DashSignOutResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseSignInResponse parses an HTTP response from a SignInWithResponse call
+func ParseSignInResponse(rsp *http.Response) (*SignInResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SignInResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest DashSignInResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest DashSignInRefusal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TypedError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers SignInResponse200Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers SignInResponse400Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers SignInResponse401Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers SignInResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 413:
+		var headers SignInResponse413Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers SignInResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers SignInResponse500Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers SignInResponse503Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -17503,6 +24785,1670 @@ func ParseCliTestEventResponse(rsp *http.Response) (*CliTestEventResponse, error
 			headers.XRequestID = value
 		}
 		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetAnalyticsSourcesResponse parses an HTTP response from a GetAnalyticsSourcesWithResponse call
+func ParseGetAnalyticsSourcesResponse(rsp *http.Response) (*GetAnalyticsSourcesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetAnalyticsSourcesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ProgramMeSourcesResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest TypedError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest GetAnalyticsSources401JSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TypedError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ProgramMeInternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetAnalyticsSourcesResponse200Headers
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = &value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
+		if values := rsp.Header.Values("Sunset"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Sunset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Sunset = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers GetAnalyticsSourcesResponse400Headers
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = &value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
+		if values := rsp.Header.Values("Sunset"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Sunset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Sunset = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetAnalyticsSourcesResponse401Headers
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = &value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
+		if values := rsp.Header.Values("Sunset"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Sunset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Sunset = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 413:
+		var headers GetAnalyticsSourcesResponse413Headers
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = &value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
+		if values := rsp.Header.Values("Sunset"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Sunset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Sunset = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetAnalyticsSourcesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetAnalyticsSourcesResponse500Headers
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = &value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
+		if values := rsp.Header.Values("Sunset"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Sunset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Sunset = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetReadinessResponse parses an HTTP response from a GetReadinessWithResponse call
+func ParseGetReadinessResponse(rsp *http.Response) (*GetReadinessResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetReadinessResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ProgramMeReadiness
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest TypedError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest GetReadiness401JSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TypedError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ProgramMeInternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetReadinessResponse200Headers
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = &value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
+		if values := rsp.Header.Values("Sunset"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Sunset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Sunset = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers GetReadinessResponse400Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetReadinessResponse401Headers
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = &value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
+		if values := rsp.Header.Values("Sunset"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Sunset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Sunset = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 413:
+		var headers GetReadinessResponse413Headers
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = &value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
+		if values := rsp.Header.Values("Sunset"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Sunset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Sunset = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetReadinessResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetReadinessResponse500Headers
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = &value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
+		if values := rsp.Header.Values("Sunset"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Sunset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Sunset = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGenerateProgramKeyResponse parses an HTTP response from a GenerateProgramKeyWithResponse call
+func ParseGenerateProgramKeyResponse(rsp *http.Response) (*GenerateProgramKeyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GenerateProgramKeyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest DashKeyResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseListProgramNotificationsResponse parses an HTTP response from a ListProgramNotificationsWithResponse call
+func ParseListProgramNotificationsResponse(rsp *http.Response) (*ListProgramNotificationsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListProgramNotificationsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest DashNotificationList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetProgramSettingsResponse parses an HTTP response from a GetProgramSettingsWithResponse call
+func ParseGetProgramSettingsResponse(rsp *http.Response) (*GetProgramSettingsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetProgramSettingsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest DashSettingsResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TypedError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetProgramSettingsResponse200Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetProgramSettingsResponse401Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers GetProgramSettingsResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers GetProgramSettingsResponse404Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 413:
+		var headers GetProgramSettingsResponse413Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetProgramSettingsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetProgramSettingsResponse500Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUpdateProgramSettingsResponse parses an HTTP response from a UpdateProgramSettingsWithResponse call
+func ParseUpdateProgramSettingsResponse(rsp *http.Response) (*UpdateProgramSettingsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateProgramSettingsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest DashSettingsResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TypedError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers UpdateProgramSettingsResponse200Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers UpdateProgramSettingsResponse400Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers UpdateProgramSettingsResponse401Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers UpdateProgramSettingsResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers UpdateProgramSettingsResponse404Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 413:
+		var headers UpdateProgramSettingsResponse413Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers UpdateProgramSettingsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers UpdateProgramSettingsResponse500Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListWebhooksResponse parses an HTTP response from a ListWebhooksWithResponse call
+func ParseListWebhooksResponse(rsp *http.Response) (*ListWebhooksResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListWebhooksResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest DashWebhookList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseCreateWebhookResponse parses an HTTP response from a CreateWebhookWithResponse call
+func ParseCreateWebhookResponse(rsp *http.Response) (*CreateWebhookResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateWebhookResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest DashWebhookCreated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseDeleteWebhookResponse parses an HTTP response from a DeleteWebhookWithResponse call
+func ParseDeleteWebhookResponse(rsp *http.Response) (*DeleteWebhookResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteWebhookResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest DashWebhookDeleted
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
 	}
 
 	return response, nil
@@ -20467,6 +29413,93 @@ func ParseGetAPIReferenceResponse(rsp *http.Response) (*GetAPIReferenceResponse,
 	return response, nil
 }
 
+// ParseGetErrorReferenceResponse parses an HTTP response from a GetErrorReferenceWithResponse call
+func ParseGetErrorReferenceResponse(rsp *http.Response) (*GetErrorReferenceResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetErrorReferenceResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetHealthzResponse parses an HTTP response from a GetHealthzWithResponse call
+func ParseGetHealthzResponse(rsp *http.Response) (*GetHealthzResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetHealthzResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest OpsHealth
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	}
+
+	return response, nil
+}
+
 // ParseGetBrandTrackerScriptResponse parses an HTTP response from a GetBrandTrackerScriptWithResponse call
 func ParseGetBrandTrackerScriptResponse(rsp *http.Response) (*GetBrandTrackerScriptResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -20564,6 +29597,46 @@ func ParseGetBrandTrackerScriptResponse(rsp *http.Response) (*GetBrandTrackerScr
 	return response, nil
 }
 
+// ParseGetMetricsResponse parses an HTTP response from a GetMetricsWithResponse call
+func ParseGetMetricsResponse(rsp *http.Response) (*GetMetricsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetMetricsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	}
+
+	return response, nil
+}
+
 // ParseGetOpenAPIResponse parses an HTTP response from a GetOpenAPIWithResponse call
 func ParseGetOpenAPIResponse(rsp *http.Response) (*GetOpenAPIResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -20586,6 +29659,158 @@ func ParseGetOpenAPIResponse(rsp *http.Response) (*GetOpenAPIResponse, error) {
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetQueueDashboardResponse parses an HTTP response from a GetQueueDashboardWithResponse call
+func ParseGetQueueDashboardResponse(rsp *http.Response) (*GetQueueDashboardResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetQueueDashboardResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetQueueDashboardResponse200Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetQueueDashboardResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetReadyzResponse parses an HTTP response from a GetReadyzWithResponse call
+func ParseGetReadyzResponse(rsp *http.Response) (*GetReadyzResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetReadyzResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest OpsReadiness
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest OpsReadiness
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 

@@ -75,11 +75,11 @@ func (a *app) initCommand() *cobra.Command {
 				return a.printJSON(p)
 			}
 			out := a.env.Stdout
-			fmt.Fprintf(out, "Program created: %s (id %d)\n\n", p.Name, p.ProgramID)
+			fmt.Fprintf(out, "Program created: %s (id %d)\n\n", p.Name, p.ProgramId)
 			t := table(out)
 			fmt.Fprintf(t, "  Domain\t%s\n", p.Domain)
 			fmt.Fprintf(t, "  Commission\t%s %s", p.CommissionRate, p.CommissionType)
-			if strings.HasPrefix(p.CommissionType, "recurring") {
+			if strings.HasPrefix(string(p.CommissionType), "recurring") {
 				if p.DurationMonths == 0 {
 					fmt.Fprint(t, " (lifetime)")
 				} else {
@@ -87,11 +87,11 @@ func (a *app) initCommand() *cobra.Command {
 				}
 			}
 			fmt.Fprintf(t, "\n  Cookie\t%d days\n  Currency\t%s\n  Workspace\t%d\n  API key\t%s (not shown at creation)\n",
-				p.CookieDuration, p.Currency, p.AdvertiserID, p.APITokenMasked)
+				p.CookieDuration, p.Currency, p.AdvertiserId, p.ApiTokenMasked)
 			t.Flush()
 			fmt.Fprintf(out, "\nNext: the workspace owner generates the program's API key\n"+
 				"  curl -X POST %s/api/v1/programs/%d/api-key -H \"Authorization: Bearer <dashboard token>\"\n"+
-				"then: export %s=aff_…  and run  partnertrack status\n", a.apiURL, p.ProgramID, EnvAPIKey)
+				"then: export %s=aff_…  and run  partnertrack status\n", a.apiURL, p.ProgramId, EnvAPIKey)
 			return nil
 		},
 	}
@@ -134,7 +134,7 @@ func (a *app) programsCommand() *cobra.Command {
 			t := table(a.env.Stdout)
 			fmt.Fprintln(t, "ID\tNAME\tDOMAIN\tSTATUS\tCOMMISSION\tPARTNERS\tCREATED")
 			for _, p := range list {
-				fmt.Fprintf(t, "%d\t%s\t%s\t%s\t%s\t%d\t%s\n", p.ID, p.Name, p.Domain, p.Status, p.Commission,
+				fmt.Fprintf(t, "%d\t%s\t%s\t%s\t%s\t%d\t%s\n", p.Id, p.Name, p.Domain, p.Status, p.Commission,
 					p.Partners, p.CreatedAt.Format("2006-01-02"))
 			}
 			return t.Flush()
@@ -161,7 +161,7 @@ func (a *app) statusCommand() *cobra.Command {
 				return a.printJSON(st)
 			}
 			t := table(a.env.Stdout)
-			fmt.Fprintf(t, "Program\t%s (id %d)\n", st.Name, st.ProgramID)
+			fmt.Fprintf(t, "Program\t%s (id %d)\n", st.Name, st.ProgramId)
 			fmt.Fprintf(t, "Domain\t%s\n", st.Domain)
 			fmt.Fprintf(t, "Stripe connected\t%s\n", yesNo(st.StripeConnected))
 			fmt.Fprintf(t, "Last 24 hours\t%d clicks, %d leads, %d sales\n",
@@ -193,19 +193,15 @@ func (a *app) readinessCommand() *cobra.Command {
 				return a.printJSON(r)
 			}
 			out := a.env.Stdout
-			fmt.Fprintf(out, "Program %d: %s\n\n", r.ProgramID, strings.ReplaceAll(r.State, "_", " "))
+			fmt.Fprintf(out, "Program %d: %s\n\n", r.ProgramId, strings.ReplaceAll(string(r.State), "_", " "))
 			t := table(out)
 			fmt.Fprintln(t, "GATE\tSTATUS\tNEXT ACTION")
-			for _, id := range []string{"profile", "economics", "payout", "tracking", "live"} {
-				g, ok := r.Gates[id]
-				if !ok {
-					continue
-				}
+			for _, g := range api.Gates(r) {
 				next := "-"
 				if g.NextAction != nil {
 					next = *g.NextAction
 				}
-				fmt.Fprintf(t, "%s\t%s\t%s\n", id, g.Status, next)
+				fmt.Fprintf(t, "%s\t%s\t%s\n", g.ID, g.Status, next)
 			}
 			t.Flush()
 			if r.Blocker != nil {
@@ -248,7 +244,7 @@ func (a *app) testEventCommand() *cobra.Command {
 			if a.json {
 				return a.printJSON(ev)
 			}
-			fmt.Fprintf(a.env.Stdout, "Test %s recorded (id %s). %s\n", ev.EventType, ev.EventID, ev.Message)
+			fmt.Fprintf(a.env.Stdout, "Test %s recorded (id %s). %s\n", ev.EventType, ev.EventId, ev.Message)
 			return nil
 		},
 	}
@@ -273,7 +269,7 @@ func (a *app) runChain(cmd *cobra.Command, key string) error {
 		fmt.Fprintf(out, "Synthetic chain on test link %s (customer %s)\n\n", ch.ShortCode, ch.CustomerKey)
 		t := table(out)
 		fmt.Fprintln(t, "STEP\tVERDICT")
-		for _, step := range [][2]string{{"click", ch.Verdict.Click}, {"lead", ch.Verdict.Lead}, {"sale", ch.Verdict.Sale}} {
+		for _, step := range [][2]string{{"click", string(ch.Verdict.Click)}, {"lead", string(ch.Verdict.Lead)}, {"sale", string(ch.Verdict.Sale)}} {
 			fmt.Fprintf(t, "%s\t%s\n", step[0], step[1])
 		}
 		t.Flush()

@@ -58,13 +58,13 @@ func (a *app) login(ctx context.Context, force, noBrowser bool) error {
 		return err
 	}
 	fmt.Fprintf(a.env.Stderr, "Open this link to sign in (it works until %s):\n\n  %s\n\n",
-		start.ExpiresAt.Local().Format("15:04:05"), start.AuthURL)
+		start.ExpiresAt.Local().Format("15:04:05"), start.AuthUrl)
 	if start.UserCode != "" {
 		fmt.Fprintf(a.env.Stderr, "Your code: %s\nConfirm on the sign-in page that it shows this code. "+
 			"If the page shows another code, do not sign in.\n\n", start.UserCode)
 	}
 	if a.env.OpenBrowser != nil && !noBrowser {
-		if err := a.env.OpenBrowser(start.AuthURL); err != nil {
+		if err := a.env.OpenBrowser(start.AuthUrl); err != nil {
 			fmt.Fprintln(a.env.Stderr, "(Could not open a browser: open the link yourself.)")
 		}
 	}
@@ -75,20 +75,20 @@ func (a *app) login(ctx context.Context, force, noBrowser bool) error {
 		return err
 	}
 	creds := &Credentials{
-		APIURL: a.apiURL, Token: poll.Token, Email: poll.Email, UserID: poll.UserID,
-		AdvertiserID: poll.AdvertiserID, ExpiresAt: poll.ExpiresAt.UTC(), CreatedAt: a.env.Now().UTC(),
+		APIURL: a.apiURL, Token: deref(poll.Token), Email: deref(poll.Email), UserID: deref(poll.UserId),
+		AdvertiserID: poll.AdvertiserId, ExpiresAt: deref(poll.ExpiresAt).UTC(), CreatedAt: a.env.Now().UTC(),
 	}
 	path, err := a.writeCredentials(creds)
 	if err != nil {
 		return err
 	}
 	if a.json {
-		return a.printJSON(map[string]any{"logged_in": true, "email": poll.Email, "advertiser_id": poll.AdvertiserID,
+		return a.printJSON(map[string]any{"logged_in": true, "email": creds.Email, "advertiser_id": poll.AdvertiserId,
 			"expires_at": creds.ExpiresAt, "credentials": path})
 	}
-	fmt.Fprintf(a.env.Stdout, "Logged in as %s.\n", poll.Email)
-	if poll.AdvertiserID != nil {
-		fmt.Fprintf(a.env.Stdout, "Advertiser (workspace): %d\n", *poll.AdvertiserID)
+	fmt.Fprintf(a.env.Stdout, "Logged in as %s.\n", creds.Email)
+	if poll.AdvertiserId != nil {
+		fmt.Fprintf(a.env.Stdout, "Advertiser (workspace): %d\n", *poll.AdvertiserId)
 	} else {
 		fmt.Fprintln(a.env.Stdout, "You own or administer no workspace yet: ask the operator to create one for your email before partnertrack init.")
 	}
@@ -117,7 +117,7 @@ func (a *app) pollLogin(ctx context.Context, client *api.Client, start *api.Auth
 		failures = 0
 		switch p.Status {
 		case "complete":
-			if p.Token == "" {
+			if deref(p.Token) == "" {
 				return nil, &api.Error{Message: "the server completed the login without a token"}
 			}
 			return p, nil
@@ -125,7 +125,7 @@ func (a *app) pollLogin(ctx context.Context, client *api.Client, start *api.Auth
 			return nil, userError("the login link expired before you signed in: run partnertrack login again")
 		case "pending":
 		default:
-			return nil, &api.Error{Message: "unexpected login status " + p.Status}
+			return nil, &api.Error{Message: "unexpected login status " + string(p.Status)}
 		}
 		if !start.ExpiresAt.IsZero() && a.env.Now().After(start.ExpiresAt.Add(interval)) {
 			return nil, userError("the login link expired before you signed in: run partnertrack login again")
@@ -169,4 +169,13 @@ func newCodeVerifier() string {
 func codeChallengeS256(verifier string) string {
 	h := sha256.Sum256([]byte(verifier))
 	return base64.RawURLEncoding.EncodeToString(h[:])
+}
+
+// deref is *p, or the zero value when the answer left the field out.
+func deref[T any](p *T) T {
+	if p == nil {
+		var zero T
+		return zero
+	}
+	return *p
 }
