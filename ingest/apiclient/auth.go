@@ -25,3 +25,6 @@ func Bearer(token string) RequestEditorFn {
 		return nil
 	}
 }
+
+// Ptr returns a pointer to v, for the optional fields of request types.
+func Ptr[T any](v T) *T { return &v }

@@ -3113,6 +3113,25 @@ type TrackRefundNoCommission struct {
 	Warnings *Warnings `json:"warnings,omitempty"`
 }
 
+// TrackRefundRequest A refund of a sale of the key's program (the body of `trackRefund`).
+// A JSON `null` counts as an absent field.
+type TrackRefundRequest struct {
+	// Reason Recorded when `refund_reason` is absent or empty.
+	Reason interface{} `json:"reason,omitempty"`
+
+	// RefundAmountCents This refund's amount (not a running total) in the sale's unit; omitted or 0 refunds all that is left. Amounts add up and are capped at the sale amount.
+	RefundAmountCents *int `json:"refund_amount_cents,omitempty"`
+
+	// RefundId The caller's id of this refund; ignored when the amount is omitted or 0.
+	RefundId *string `json:"refund_id,omitempty"`
+
+	// RefundReason Free text recorded on the commission and in notifications.
+	RefundReason *string `json:"refund_reason,omitempty"`
+
+	// TransactionId The original sale's `transaction_id`.
+	TransactionId string `json:"transaction_id"`
+}
+
 // TrackRefundSkipped defines model for TrackRefundSkipped.
 type TrackRefundSkipped struct {
 	CommissionId int                      `json:"commission_id"`
