@@ -5775,12 +5775,11 @@ type ClientInterface interface {
 	//
 	// The same script as `/tracker.js`, for pages written for the
 	// reference snippet (`{base_url}/js/<brand>-tracker.js` with
-	// `data-<brand>-program-id`). The path follows `BRAND_PREFIX`:
-	// `/js/<BRAND_PREFIX>-tracker.js`, here with the default prefix
-	// `svc`.
+	// `data-<brand>-program-id`). The path follows `BRAND_PREFIX`
+	// (default `svc`: `/js/svc-tracker.js`).
 	//
-	// Corresponds with GET /js/svc-tracker.js (the `GetBrandTrackerScript` operationId).
-	GetBrandTrackerScript(ctx context.Context, params *GetBrandTrackerScriptParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+	// Corresponds with GET /js/{brandPrefix}-tracker.js (the `GetBrandTrackerScript` operationId).
+	GetBrandTrackerScript(ctx context.Context, brandPrefix string, params *GetBrandTrackerScriptParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetMetrics Prometheus metrics
 	//
@@ -7635,13 +7634,12 @@ func (c *Client) GetHealthz(ctx context.Context, reqEditors ...RequestEditorFn) 
 //
 // The same script as `/tracker.js`, for pages written for the
 // reference snippet (`{base_url}/js/<brand>-tracker.js` with
-// `data-<brand>-program-id`). The path follows `BRAND_PREFIX`:
-// `/js/<BRAND_PREFIX>-tracker.js`, here with the default prefix
-// `svc`.
+// `data-<brand>-program-id`). The path follows `BRAND_PREFIX`
+// (default `svc`: `/js/svc-tracker.js`).
 //
-// Corresponds with GET /js/svc-tracker.js (the `GetBrandTrackerScript` operationId).
-func (c *Client) GetBrandTrackerScript(ctx context.Context, params *GetBrandTrackerScriptParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGetBrandTrackerScriptRequest(c.Server, params)
+// Corresponds with GET /js/{brandPrefix}-tracker.js (the `GetBrandTrackerScript` operationId).
+func (c *Client) GetBrandTrackerScript(ctx context.Context, brandPrefix string, params *GetBrandTrackerScriptParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetBrandTrackerScriptRequest(c.Server, brandPrefix, params)
 	if err != nil {
 		return nil, err
 	}
@@ -10438,15 +10436,22 @@ func NewGetHealthzRequest(server string) (*http.Request, error) {
 }
 
 // NewGetBrandTrackerScriptRequest constructs an http.Request for the GetBrandTrackerScript method
-func NewGetBrandTrackerScriptRequest(server string, params *GetBrandTrackerScriptParams) (*http.Request, error) {
+func NewGetBrandTrackerScriptRequest(server string, brandPrefix string, params *GetBrandTrackerScriptParams) (*http.Request, error) {
 	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "brandPrefix", brandPrefix, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
 
 	serverURL, err := url.Parse(server)
 	if err != nil {
 		return nil, err
 	}
 
-	operationPath := fmt.Sprintf("/js/svc-tracker.js")
+	operationPath := fmt.Sprintf("/js/%s-tracker.js", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -11694,14 +11699,13 @@ type ClientWithResponsesInterface interface {
 	//
 	// The same script as `/tracker.js`, for pages written for the
 	// reference snippet (`{base_url}/js/<brand>-tracker.js` with
-	// `data-<brand>-program-id`). The path follows `BRAND_PREFIX`:
-	// `/js/<BRAND_PREFIX>-tracker.js`, here with the default prefix
-	// `svc`.
+	// `data-<brand>-program-id`). The path follows `BRAND_PREFIX`
+	// (default `svc`: `/js/svc-tracker.js`).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with GET /js/svc-tracker.js (the `GetBrandTrackerScript` operationId).
-	GetBrandTrackerScriptWithResponse(ctx context.Context, params *GetBrandTrackerScriptParams, reqEditors ...RequestEditorFn) (*GetBrandTrackerScriptResponse, error)
+	// Corresponds with GET /js/{brandPrefix}-tracker.js (the `GetBrandTrackerScript` operationId).
+	GetBrandTrackerScriptWithResponse(ctx context.Context, brandPrefix string, params *GetBrandTrackerScriptParams, reqEditors ...RequestEditorFn) (*GetBrandTrackerScriptResponse, error)
 
 	// GetMetricsWithResponse Prometheus metrics
 	//
@@ -20409,15 +20413,14 @@ func (c *ClientWithResponses) GetHealthzWithResponse(ctx context.Context, reqEdi
 //
 // The same script as `/tracker.js`, for pages written for the
 // reference snippet (`{base_url}/js/<brand>-tracker.js` with
-// `data-<brand>-program-id`). The path follows `BRAND_PREFIX`:
-// `/js/<BRAND_PREFIX>-tracker.js`, here with the default prefix
-// `svc`.
+// `data-<brand>-program-id`). The path follows `BRAND_PREFIX`
+// (default `svc`: `/js/svc-tracker.js`).
 //
 // Returns a wrapper object for the known response body format(s).
 //
-// Corresponds with GET /js/svc-tracker.js (the `GetBrandTrackerScript` operationId).
-func (c *ClientWithResponses) GetBrandTrackerScriptWithResponse(ctx context.Context, params *GetBrandTrackerScriptParams, reqEditors ...RequestEditorFn) (*GetBrandTrackerScriptResponse, error) {
-	rsp, err := c.GetBrandTrackerScript(ctx, params, reqEditors...)
+// Corresponds with GET /js/{brandPrefix}-tracker.js (the `GetBrandTrackerScript` operationId).
+func (c *ClientWithResponses) GetBrandTrackerScriptWithResponse(ctx context.Context, brandPrefix string, params *GetBrandTrackerScriptParams, reqEditors ...RequestEditorFn) (*GetBrandTrackerScriptResponse, error) {
+	rsp, err := c.GetBrandTrackerScript(ctx, brandPrefix, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
