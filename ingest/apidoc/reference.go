@@ -87,10 +87,13 @@ func sorted(ops []operation) []operation {
 		if ops[i].Path != ops[j].Path {
 			return ops[i].Path < ops[j].Path
 		}
-		return ops[i].Method < ops[j].Method
+		return methodRank[ops[i].Method] < methodRank[ops[j].Method]
 	})
 	return ops
 }
+
+// methodRank orders a path's operations: reads, writes, then preflights.
+var methodRank = map[string]int{"GET": 0, "POST": 1, "PUT": 2, "PATCH": 3, "DELETE": 4, "OPTIONS": 5}
 
 func describe(doc *openapi3.T, method, path string, item *openapi3.PathItem, op *openapi3.Operation) operation {
 	o := operation{ID: op.OperationID, Method: method, Path: path, Summary: op.Summary, Description: op.Description}
