@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -61,17 +62,12 @@ func exitCode(err error) int {
 	return exitFailure
 }
 
+// cobraUsage matches cobra's errors about commands, flags and arguments.
+var cobraUsage = regexp.MustCompile(`^(unknown command "|unknown (shorthand )?flag: |flag needs an argument: |` +
+	`invalid argument "|accepts \d+ arg|accepts at most |requires at least |required flag\(s\) |if any flags in the group )`)
+
 // isUsage tells cobra's errors about commands, flags and arguments.
-func isUsage(err error) bool {
-	s := err.Error()
-	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand", "flag needs", "invalid argument",
-		"accepts ", "requires ", "required flag", "if any flags in the group", "none of the others can be"} {
-		if strings.Contains(s, p) {
-			return true
-		}
-	}
-	return false
-}
+func isUsage(err error) bool { return cobraUsage.MatchString(err.Error()) }
 
 // operator is the state of one operator command line: its surroundings
 // and the connection flags.
@@ -85,7 +81,16 @@ type operator struct {
 // noun makes a command group whose subcommands call the edge; every one
 // takes --url and --json.
 func (o *operator) noun(use, short string, subs ...*cobra.Command) *cobra.Command {
-	cmd := &cobra.Command{Use: use, Short: short}
+	cmd := &cobra.Command{Use: use, Short: short,
+		// Without a subcommand: the help; with an unknown one, a usage
+		// error (cobra would print the help and succeed).
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usageError("unknown command %q for %q", args[0], cmd.CommandPath())
+			}
+			return cmd.Help()
+		},
+	}
 	cmd.PersistentFlags().StringVar(&o.url, "url", "",
 		"base URL of the edge (default $PARTNERTRACK_URL, else $PUBLIC_BASE_URL, else "+defaultURL+")")
 	cmd.PersistentFlags().BoolVar(&o.json, "json", false, "print the answer's data as JSON")

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -396,6 +398,9 @@ func TestFailures(t *testing.T) {
 			{"program", "create", "--commission-rate", "twenty"},
 			{"customer", "find", "--customer-key", "cus_1"},
 			{"link", "set", "1", "--active=maybe"},
+			{"workspace", "create", "--bogus"},
+			{"workspace", "frobnicate"},
+			{"customer", "find", "--program", "1", "--customer-key", "k", "--click-id", "c"},
 		} {
 			if r := tb.ctl(t, args...); r.code != exitUser || r.msg == "" {
 				t.Errorf("%v: exit %d, %q", args, r.code, r.msg)
@@ -421,6 +426,40 @@ func TestFailures(t *testing.T) {
 			t.Fatalf("--url %s: exit %d, %q", tb.url, r.code, r.msg)
 		}
 	})
+}
+
+// TestServerFailures: a failing edge, or something at --url that is not
+// the edge, exits 3 with one line. (The real edge's 5xx need a broken
+// Postgres; these stand-ins answer what such an edge, or a stray web
+// server, would.)
+func TestServerFailures(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		desc, contentType, body string
+		status                  int
+		want                    string
+	}{
+		{desc: "InternalError", status: 500, contentType: "application/json",
+			body: `{"data":null,"error":{"code":"internal_error","message":"Internal server error"}}`,
+			want: "Internal server error (internal_error, HTTP 500, request id req_x1)"},
+		{desc: "NotTheAPI", status: 200, contentType: "text/html", body: "<html>hello</html>",
+			want: "is not the operator API's; check --url"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", tc.contentType)
+				w.Header().Set("X-Request-ID", "req_x1")
+				w.WriteHeader(tc.status)
+				io.WriteString(w, tc.body)
+			}))
+			defer srv.Close()
+			env := map[string]string{"OPERATOR_TOKEN": testToken, "PUBLIC_BASE_URL": srv.URL}
+			r := ctlWith(t, env, nil, "commission", "get", "1")
+			if r.code != exitServer || !strings.Contains(r.msg, tc.want) || r.out != "" {
+				t.Fatalf("exit %d, %q, %q", r.code, r.msg, r.out)
+			}
+		})
+	}
 }
 
 // TestBaseURL: --url, else PARTNERTRACK_URL, else PUBLIC_BASE_URL, else the
