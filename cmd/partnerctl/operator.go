@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
@@ -145,8 +146,9 @@ func call[T any](o *operator, cmd *cobra.Command, table func(io.Writer, T),
 	if err != nil {
 		return &exitError{code: exitServer, msg: fmt.Sprintf("reading the answer of %s: %v", o.baseURL(), err)}
 	}
-	if err := apiclient.CheckResponse(resp, body); err != nil {
-		return answerError(err.(*apiclient.ResponseError))
+	var refused *apiclient.ResponseError
+	if err := apiclient.CheckResponse(resp, body); errors.As(err, &refused) {
+		return answerError(refused)
 	}
 	var env struct {
 		Data json.RawMessage `json:"data"`
@@ -171,8 +173,9 @@ func call[T any](o *operator, cmd *cobra.Command, table func(io.Writer, T),
 
 // unwrapURLError drops the method and URL that *url.Error repeats.
 func unwrapURLError(err error) error {
-	if u := errors.Unwrap(err); u != nil && strings.Contains(err.Error(), "://") {
-		return u
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
 	}
 	return err
 }
