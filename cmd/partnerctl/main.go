@@ -14,7 +14,7 @@
 //	partnerctl workspace create --name Acme --owner-email owner@acme.example
 //	partnerctl program create --workspace 1 --name Acme --domain acme.example \
 //	    --commission-type percent --commission-rate 20
-//	partnerctl --json commission approve 42  # hmm
+//	partnerctl commission approve 42 --json
 //
 // The edge is --url, else PARTNERTRACK_URL, else PUBLIC_BASE_URL, else
 // http://localhost:8080. The token is read only from OPERATOR_TOKEN: a
