@@ -17,7 +17,7 @@ import (
 // run runs partnerctl with env and args and returns its standard output.
 func run(t *testing.T, env map[string]string, args ...string) (string, error) {
 	t.Helper()
-	cmd := newRootCommand(func(k string) string { return env[k] })
+	cmd := newRootCommand(func(k string) string { return env[k] }, nil)
 	var out bytes.Buffer
 	cmd.SetOut(&out)
 	cmd.SetArgs(args)
