@@ -3187,7 +3187,8 @@ type TrackSaleRequest struct {
 	// AmountCents The amount in the currency's smallest unit. A test call without one records one major unit.
 	AmountCents *int `json:"amount_cents,omitempty"`
 
-	// ClickId The click id from the `svc_click_id` cookie.
+	// ClickId The click id from the `svc_click_id` cookie: a string. A value
+	// of another JSON type counts as absent, as for `customer_key`.
 	ClickId *string `json:"click_id,omitempty"`
 
 	// Currency `USD`, `EUR` or `VND` (case and surrounding spaces ignored); default the program's currency. Any other value answers 422.
@@ -3195,7 +3196,13 @@ type TrackSaleRequest struct {
 	// Examples: USD
 	Currency *string `json:"currency,omitempty"`
 
-	// CustomerKey The brand's stable user id, as sent at lead time.
+	// CustomerKey The brand's stable user id, as sent at lead time: a string. A
+	// value of another JSON type counts as absent (the sale then
+	// resolves by `click_id`, or answers `Customer not found.`), so
+	// the document accepts any value here.
+	//
+	//
+	// Examples: user_42
 	CustomerKey *string `json:"customer_key,omitempty"`
 	EventName   *string `json:"event_name,omitempty"`
 
