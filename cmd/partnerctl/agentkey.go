@@ -21,23 +21,17 @@ func (o *operator) newAgentKeyCommand() *cobra.Command {
 	f := newForm(cmd)
 	f.number("workspace", "workspace_id", "the workspace's id")
 	f.list("scopes", "scopes", "comma-separated scopes: programs:read, programs:write")
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		body, err := f.body()
-		if err != nil {
-			return err
+	cmd.RunE = sendForm(o, f, "", func(w io.Writer, k apiclient.OpAgentKey) {
+		scopes := make([]string, len(k.Scopes))
+		for i, s := range k.Scopes {
+			scopes[i] = string(s)
 		}
-		return call(o, cmd, func(w io.Writer, k apiclient.OpAgentKey) {
-			scopes := make([]string, len(k.Scopes))
-			for i, s := range k.Scopes {
-				scopes[i] = string(s)
-			}
-			row(w, "agent key", k.Id)
-			row(w, "workspace", k.WorkspaceId)
-			row(w, "scopes", strings.Join(scopes, ","))
-			row(w, "key", k.Key+"  (shown once: keep it now)")
-		}, func(ctx context.Context, c *apiclient.Client) (*http.Response, error) {
-			return c.CreateAgentKeyWithBody(ctx, jsonType, body)
-		})
-	}
+		row(w, "agent key", k.Id)
+		row(w, "workspace", k.WorkspaceId)
+		row(w, "scopes", strings.Join(scopes, ","))
+		row(w, "key", k.Key+"  (shown once: keep it now)")
+	}, func(ctx context.Context, c *apiclient.Client, _ int64, body io.Reader) (*http.Response, error) {
+		return c.CreateAgentKeyWithBody(ctx, jsonType, body)
+	})
 	return o.noun("agent-key", "Create keys of the agent API", cmd)
 }

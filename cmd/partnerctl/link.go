@@ -33,19 +33,9 @@ func (o *operator) linkCreate() *cobra.Command {
 	f.number("partner", "partner_id", "the partner's id")
 	f.text("code", "code", "the link's code, unique in the program")
 	f.negated("inactive", "active", "create the link turned off")
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		pid, err := id(args, 0, "program")
-		if err != nil {
-			return err
-		}
-		body, err := f.body()
-		if err != nil {
-			return err
-		}
-		return call(o, cmd, linkTable, func(ctx context.Context, c *apiclient.Client) (*http.Response, error) {
-			return c.CreateLinkWithBody(ctx, pid, jsonType, body)
-		})
-	}
+	cmd.RunE = sendForm(o, f, "program", linkTable, func(ctx context.Context, c *apiclient.Client, id int64, body io.Reader) (*http.Response, error) {
+		return c.CreateLinkWithBody(ctx, id, jsonType, body)
+	})
 	return cmd
 }
 
@@ -57,18 +47,8 @@ func (o *operator) linkSet() *cobra.Command {
 	}
 	f := newForm(cmd)
 	f.boolean("active", "active", "whether the link attributes clicks")
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		lid, err := id(args, 0, "link")
-		if err != nil {
-			return err
-		}
-		body, err := f.body()
-		if err != nil {
-			return err
-		}
-		return call(o, cmd, linkTable, func(ctx context.Context, c *apiclient.Client) (*http.Response, error) {
-			return c.UpdateLinkWithBody(ctx, lid, jsonType, body)
-		})
-	}
+	cmd.RunE = sendForm(o, f, "link", linkTable, func(ctx context.Context, c *apiclient.Client, id int64, body io.Reader) (*http.Response, error) {
+		return c.UpdateLinkWithBody(ctx, id, jsonType, body)
+	})
 	return cmd
 }

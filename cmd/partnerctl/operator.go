@@ -353,3 +353,26 @@ func text(v any) string {
 	}
 	return fmt.Sprint(v)
 }
+
+// sendForm is the RunE of a command that sends the flags set in f as the
+// body of one operation; the command's first argument is the id of the
+// noun it acts on ("" when it takes none).
+func sendForm[T any](o *operator, f *form, noun string, table func(io.Writer, T),
+	send func(ctx context.Context, c *apiclient.Client, id int64, body io.Reader) (*http.Response, error)) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		var objID int64
+		if noun != "" {
+			var err error
+			if objID, err = id(args, 0, noun); err != nil {
+				return err
+			}
+		}
+		body, err := f.body()
+		if err != nil {
+			return err
+		}
+		return call(o, cmd, table, func(ctx context.Context, c *apiclient.Client) (*http.Response, error) {
+			return send(ctx, c, objID, body)
+		})
+	}
+}

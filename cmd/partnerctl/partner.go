@@ -40,23 +40,13 @@ func (o *operator) partnerEnroll() *cobra.Command {
 	f := newForm(cmd)
 	f.text("email", "email", "the partner's email")
 	f.text("name", "name", "the partner's name")
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		pid, err := id(args, 0, "program")
-		if err != nil {
-			return err
-		}
-		body, err := f.body()
-		if err != nil {
-			return err
-		}
-		return call(o, cmd, func(w io.Writer, p apiclient.OpPartner) {
-			row(w, "partner", p.Id)
-			row(w, "program", p.ProgramId)
-			row(w, "name", p.Name)
-			row(w, "email", p.Email)
-		}, func(ctx context.Context, c *apiclient.Client) (*http.Response, error) {
-			return c.EnrollPartnerWithBody(ctx, pid, jsonType, body)
-		})
-	}
+	cmd.RunE = sendForm(o, f, "program", func(w io.Writer, p apiclient.OpPartner) {
+		row(w, "partner", p.Id)
+		row(w, "program", p.ProgramId)
+		row(w, "name", p.Name)
+		row(w, "email", p.Email)
+	}, func(ctx context.Context, c *apiclient.Client, id int64, body io.Reader) (*http.Response, error) {
+		return c.EnrollPartnerWithBody(ctx, id, jsonType, body)
+	})
 	return cmd
 }

@@ -35,15 +35,9 @@ func (o *operator) programCreate() *cobra.Command {
 	f.text("lead-auth", "lead_auth", "server_required (default) or browser_allowed")
 	f.number("hold-days", "hold_days", "days before a commission is approved (default 30)")
 	f.text("currency", "currency", "the program's currency (default USD)")
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		body, err := f.body()
-		if err != nil {
-			return err
-		}
-		return call(o, cmd, programTable, func(ctx context.Context, c *apiclient.Client) (*http.Response, error) {
-			return c.CreateProgramWithBody(ctx, jsonType, body)
-		})
-	}
+	cmd.RunE = sendForm(o, f, "", programTable, func(ctx context.Context, c *apiclient.Client, _ int64, body io.Reader) (*http.Response, error) {
+		return c.CreateProgramWithBody(ctx, jsonType, body)
+	})
 	return cmd
 }
 
@@ -70,23 +64,13 @@ func (o *operator) programRotateKey() *cobra.Command {
 	}
 	f := newForm(cmd)
 	f.text("deadline", "deadline", "when the key must be rotated, RFC 3339 (2026-12-31T00:00:00Z)")
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		pid, err := id(args, 0, "program")
-		if err != nil {
-			return err
-		}
-		body, err := f.body()
-		if err != nil {
-			return err
-		}
-		return call(o, cmd, func(w io.Writer, r apiclient.OpKeyRotation) {
-			row(w, "program", r.ProgramId)
-			row(w, "marked", r.MarkedAt)
-			row(w, "deadline", r.Deadline)
-		}, func(ctx context.Context, c *apiclient.Client) (*http.Response, error) {
-			return c.MarkKeyRotationWithBody(ctx, pid, jsonType, body)
-		})
-	}
+	cmd.RunE = sendForm(o, f, "program", func(w io.Writer, r apiclient.OpKeyRotation) {
+		row(w, "program", r.ProgramId)
+		row(w, "marked", r.MarkedAt)
+		row(w, "deadline", r.Deadline)
+	}, func(ctx context.Context, c *apiclient.Client, id int64, body io.Reader) (*http.Response, error) {
+		return c.MarkKeyRotationWithBody(ctx, id, jsonType, body)
+	})
 	return cmd
 }
 
@@ -98,21 +82,11 @@ func (o *operator) programConnectProcessor() *cobra.Command {
 	}
 	f := newForm(cmd)
 	f.text("account", "account_id", "the connected account's id (acct_…)")
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		pid, err := id(args, 0, "program")
-		if err != nil {
-			return err
-		}
-		body, err := f.body()
-		if err != nil {
-			return err
-		}
-		return call(o, cmd, func(w io.Writer, a apiclient.OpProcessorAccount) {
-			row(w, "program", a.ProgramId)
-			row(w, "account", a.AccountId)
-		}, func(ctx context.Context, c *apiclient.Client) (*http.Response, error) {
-			return c.ConnectProcessorAccountWithBody(ctx, pid, jsonType, body)
-		})
-	}
+	cmd.RunE = sendForm(o, f, "program", func(w io.Writer, a apiclient.OpProcessorAccount) {
+		row(w, "program", a.ProgramId)
+		row(w, "account", a.AccountId)
+	}, func(ctx context.Context, c *apiclient.Client, id int64, body io.Reader) (*http.Response, error) {
+		return c.ConnectProcessorAccountWithBody(ctx, id, jsonType, body)
+	})
 	return cmd
 }

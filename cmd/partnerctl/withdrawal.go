@@ -40,18 +40,8 @@ func (o *operator) withdrawalCreate() *cobra.Command {
 	f := newForm(cmd)
 	f.text("currency", "currency", "the balance's currency")
 	f.number("amount", "amount", "the amount in major units, sent exactly (12.50)")
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		pid, err := id(args, 0, "partner")
-		if err != nil {
-			return err
-		}
-		body, err := f.body()
-		if err != nil {
-			return err
-		}
-		return call(o, cmd, withdrawalTable, func(ctx context.Context, c *apiclient.Client) (*http.Response, error) {
-			return c.CreateWithdrawalWithBody(ctx, pid, jsonType, body)
-		})
-	}
+	cmd.RunE = sendForm(o, f, "partner", withdrawalTable, func(ctx context.Context, c *apiclient.Client, id int64, body io.Reader) (*http.Response, error) {
+		return c.CreateWithdrawalWithBody(ctx, id, jsonType, body)
+	})
 	return cmd
 }

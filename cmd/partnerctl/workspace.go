@@ -25,19 +25,13 @@ func (o *operator) workspaceCreate() *cobra.Command {
 	f := newForm(cmd)
 	f.text("name", "name", "the workspace's name")
 	f.text("owner-email", "owner_email", "the owner's email")
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		body, err := f.body()
-		if err != nil {
-			return err
-		}
-		return call(o, cmd, func(w io.Writer, ws apiclient.OpWorkspace) {
-			row(w, "workspace", ws.Id)
-			row(w, "name", ws.Name)
-			row(w, "owner user", ws.OwnerUserId)
-		}, func(ctx context.Context, c *apiclient.Client) (*http.Response, error) {
-			return c.CreateWorkspaceWithBody(ctx, jsonType, body)
-		})
-	}
+	cmd.RunE = sendForm(o, f, "", func(w io.Writer, ws apiclient.OpWorkspace) {
+		row(w, "workspace", ws.Id)
+		row(w, "name", ws.Name)
+		row(w, "owner user", ws.OwnerUserId)
+	}, func(ctx context.Context, c *apiclient.Client, _ int64, body io.Reader) (*http.Response, error) {
+		return c.CreateWorkspaceWithBody(ctx, jsonType, body)
+	})
 	return cmd
 }
 
@@ -50,22 +44,12 @@ func (o *operator) workspaceAddMember() *cobra.Command {
 	f := newForm(cmd)
 	f.text("email", "email", "the member's email")
 	f.text("role", "role", "owner, admin or member")
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		wsID, err := id(args, 0, "workspace")
-		if err != nil {
-			return err
-		}
-		body, err := f.body()
-		if err != nil {
-			return err
-		}
-		return call(o, cmd, func(w io.Writer, m apiclient.OpMember) {
-			row(w, "workspace", m.WorkspaceId)
-			row(w, "user", m.UserId)
-			row(w, "role", string(m.Role))
-		}, func(ctx context.Context, c *apiclient.Client) (*http.Response, error) {
-			return c.AddWorkspaceMemberWithBody(ctx, wsID, jsonType, body)
-		})
-	}
+	cmd.RunE = sendForm(o, f, "workspace", func(w io.Writer, m apiclient.OpMember) {
+		row(w, "workspace", m.WorkspaceId)
+		row(w, "user", m.UserId)
+		row(w, "role", string(m.Role))
+	}, func(ctx context.Context, c *apiclient.Client, id int64, body io.Reader) (*http.Response, error) {
+		return c.AddWorkspaceMemberWithBody(ctx, id, jsonType, body)
+	})
 	return cmd
 }
