@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/partnertrack/partnertrack/cmd/internal/config"
-	"github.com/partnertrack/partnertrack/cmd/internal/service"
+	"github.com/partnertrack/partnertrack/cmd/internal/service/servicetest"
+
 	"github.com/partnertrack/partnertrack/ingest/apidoc/apitest"
 	"github.com/partnertrack/partnertrack/ledger"
 	"github.com/partnertrack/partnertrack/ledger/postgres/pgtest"
@@ -38,34 +38,8 @@ func setup(t *testing.T) *testBundle {
 	db := pgtest.New(t)
 	ns := redistest.Namespace(t, redistest.Client(t))
 	env := map[string]string{"DATABASE_URL": db.URL, "REDIS_URL": redistest.URL(), "QUEUE_NAMESPACE": string(ns),
-		"LOG_LEVEL": "error", "OPERATOR_TOKEN": testToken, "LISTEN_ADDR": "127.0.0.1:0"}
-	cfg, err := config.Load(func(k string) string { return env[k] })
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := service.Open(context.Background(), cfg, service.NewLogger(cfg))
-	if err != nil {
-		t.Fatal(err)
-	}
-	edge, err := b.Edge(context.Background())
-	if err != nil {
-		b.Close()
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", cfg.ListenAddr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- edge.App().Listener(ln) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		edge.Shutdown(ctx)
-		<-served
-		b.Close()
-	})
-	url := "http://" + ln.Addr().String()
+		"LOG_LEVEL": "error", "OPERATOR_TOKEN": testToken}
+	url := servicetest.StartEdge(t, env)
 	return &testBundle{db: db, url: url,
 		env:  map[string]string{"OPERATOR_TOKEN": testToken, "PARTNERTRACK_URL": url},
 		http: &http.Client{Transport: apitest.Default(t).Transport(t, nil)}}

@@ -5,15 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"testing"
 	"time"
 
+	"github.com/partnertrack/partnertrack/cmd/internal/service/servicetest"
+
 	"github.com/partnertrack/partnertrack/ingest/apidoc/apitest"
 
-	"github.com/partnertrack/partnertrack/cmd/internal/config"
-	"github.com/partnertrack/partnertrack/cmd/internal/service"
 	"github.com/partnertrack/partnertrack/ledger/postgres/pgtest"
 	"github.com/partnertrack/partnertrack/workers/redistest"
 	"github.com/partnertrack/partnertrack/workers/tasks"
@@ -24,33 +23,7 @@ import (
 // the base URL.
 func startEdge(tb testing.TB, env map[string]string) string {
 	tb.Helper()
-	env["LISTEN_ADDR"] = "127.0.0.1:0"
-	cfg, err := config.Load(func(k string) string { return env[k] })
-	if err != nil {
-		tb.Fatal(err)
-	}
-	b, err := service.Open(context.Background(), cfg, service.NewLogger(cfg))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	edge, err := b.Edge(context.Background())
-	if err != nil {
-		tb.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", cfg.ListenAddr)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- edge.App().Listener(ln) }()
-	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		edge.Shutdown(ctx)
-		<-served
-		b.Close()
-	})
-	return "http://" + ln.Addr().String()
+	return servicetest.StartEdge(tb, env)
 }
 
 // testEnv is the environment of a process under test: the test's database,
