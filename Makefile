@@ -75,11 +75,14 @@ fuzz:
 # partnerctl), to compare old and new code on the same machine in the
 # same hour, e.g.
 #   make bench BENCH_ONLY=money BENCH_EDGE_BIN=../old/bin/edge BENCH_WORKER_BIN=../old/bin/worker
+# BENCH_SALES_MAX=N stops the sales-at-max phase after N sales, so that
+# both builds leave the same rows before their refund phases.
 BENCH_QUICK ?=
 BENCH_ONLY ?=
 BENCH_EDGE_BIN ?=
 BENCH_WORKER_BIN ?=
-BENCH_BINS = $(if $(BENCH_EDGE_BIN),--edge-bin $(BENCH_EDGE_BIN)) $(if $(BENCH_WORKER_BIN),--worker-bin $(BENCH_WORKER_BIN))
+BENCH_SALES_MAX ?=
+BENCH_BINS = $(if $(BENCH_EDGE_BIN),--edge-bin $(BENCH_EDGE_BIN)) $(if $(BENCH_WORKER_BIN),--worker-bin $(BENCH_WORKER_BIN)) $(if $(BENCH_SALES_MAX),--sales-max $(BENCH_SALES_MAX))
 bench:
 	$(GO) build -o $(BIN)/loadgen ./cmd/loadgen
 ifneq ($(BENCH_ONLY),)

@@ -115,6 +115,7 @@ func benchCmd() *cobra.Command {
 	f.StringVar(&cfg.Only, "only", "", "run some phases alone and print their rows and targets (writes nothing): "+strings.Join(onlyNames(), ", "))
 	f.StringVar(&cfg.EdgeBin, "edge-bin", os.Getenv("BENCH_EDGE_BIN"), "measure this edge binary instead of building ./cmd/edge (one built from another checkout, to compare)")
 	f.StringVar(&cfg.WorkerBin, "worker-bin", os.Getenv("BENCH_WORKER_BIN"), "measure this worker binary instead of building ./cmd/worker")
+	f.Int64Var(&cfg.SalesMax, "sales-max", 0, "stop the sales-at-max phase after this many sales (0: run it for its time), to leave two builds the same rows before the refunds")
 	f.StringVar(&write, "write", "", "write the results as Markdown to this file (docs/performance.md)")
 	return cmd
 }

@@ -51,7 +51,11 @@ type Config struct {
 	// the binaries and creating the database: a measurement of a few rows
 	// without the whole bench.
 	Only string
-	Out  io.Writer
+	// SalesMax, when above 0, stops the sales-at-max phase after that
+	// many sales, so that two builds compared with --only money leave the
+	// same number of rows before their refund phases.
+	SalesMax int64
+	Out      io.Writer
 }
 
 // alone is a selection of phases Config.Only can run without the rest.

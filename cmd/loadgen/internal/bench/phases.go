@@ -148,8 +148,11 @@ func (b *bench) provision(ctx context.Context, n *node) (*world, error) {
 func (b *bench) sales(ctx context.Context, n *node, w *world) (*drive.Sales, *drive.Sales) {
 	conns := b.cfg.Conns
 	max := drive.NewSales(drive.NewClient(n.addr, conns), w.salesMax, "txn-"+b.tag+"-max", conns)
-	res := drive.Run(ctx, drive.Options{Workers: conns, Duration: b.p.saleMax}, max.Do)
+	res := drive.Run(ctx, drive.Options{Workers: conns, Duration: b.p.saleMax, Limit: b.cfg.SalesMax}, max.Do)
 	row := drive.Row{Name: "sales at max", Result: res, Ceiling: "raw tx", Base: b.ceil["raw"]}
+	if b.cfg.SalesMax > 0 {
+		row.Note = fmt.Sprintf("stopped at %d sales (--sales-max)", b.cfg.SalesMax)
+	}
 	b.row(row)
 	b.target("sales at max", fmt.Sprintf("%.3f× raw tx (%s)", row.Ratio(), drive.Rate(res.Throughput())),
 		fmt.Sprintf("≥ %.2f×", saleRatio), row.Ratio() >= saleRatio && res.Success() == res.Sent)
