@@ -34,12 +34,18 @@ const (
 	PermSettingsWrite  = "settings:write"
 	PermWebhooksManage = "webhooks:manage"
 	PermKeysManage     = "keys:manage"
+	// The partner program a brand runs: its partners, links, invites and
+	// commission review (issue 24). Every member reads; owners and admins
+	// change.
+	PermPartnersRead  = "partners:read"
+	PermPartnersWrite = "partners:write"
 )
 
 var rolePermissions = map[Role][]string{
-	RoleOwner:  {PermTrackingList, PermSettingsRead, PermSettingsWrite, PermWebhooksManage, PermKeysManage},
-	RoleAdmin:  {PermTrackingList, PermSettingsRead, PermSettingsWrite, PermWebhooksManage},
-	RoleMember: {PermTrackingList, PermSettingsRead},
+	RoleOwner: {PermTrackingList, PermSettingsRead, PermSettingsWrite, PermWebhooksManage, PermKeysManage,
+		PermPartnersRead, PermPartnersWrite},
+	RoleAdmin:  {PermTrackingList, PermSettingsRead, PermSettingsWrite, PermWebhooksManage, PermPartnersRead, PermPartnersWrite},
+	RoleMember: {PermTrackingList, PermSettingsRead, PermPartnersRead},
 }
 
 // Can reports whether the role holds the permission.
