@@ -34,7 +34,7 @@ type Options struct {
 	// server refuses MAIL FROM before a successful login.
 	Username, Password string
 	// RejectRcpt, when set, is the reply to every RCPT TO (a failing
-	// server); nil accepts.
+	// server); nil accepts. SetRejectRcpt changes it while the server runs.
 	RejectRcpt *smtp.SMTPError
 }
 
@@ -108,6 +108,13 @@ func (s *Server) Wait(ctx context.Context, tb testing.TB, n int) []Message {
 	}
 }
 
+// SetRejectRcpt sets the reply to every RCPT TO from now on; nil accepts.
+func (s *Server) SetRejectRcpt(e *smtp.SMTPError) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.opts.RejectRcpt = e
+}
+
 func (s *Server) record(m Message) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -154,8 +161,11 @@ func (ss *session) Mail(from string, _ *smtp.MailOptions) error {
 }
 
 func (ss *session) Rcpt(to string, _ *smtp.RcptOptions) error {
-	if r := ss.s.opts.RejectRcpt; r != nil {
-		return r
+	ss.s.mu.Lock()
+	reject := ss.s.opts.RejectRcpt
+	ss.s.mu.Unlock()
+	if reject != nil {
+		return reject
 	}
 	ss.msg.To = append(ss.msg.To, to)
 	return nil
