@@ -25,10 +25,14 @@ const (
 
 // Email kinds: each names a pair of templates in notify/mail/templates.
 const (
-	EmailPartnerInvite        = "partner_invite"
-	EmailApplicationReceived  = "application_received"
-	EmailApplicationApproved  = "application_approved"
-	EmailApplicationRejected  = "application_rejected"
+	EmailPartnerInvite       = "partner_invite"
+	EmailApplicationReceived = "application_received"
+	EmailApplicationApproved = "application_approved"
+	EmailApplicationRejected = "application_rejected"
+)
+
+// Limits and messages of email data.
+const (
 	maxEmailAddressLen        = 254
 	maxEmailFieldLen          = 5000
 	msgEmailRecipient         = "email recipient must be one address of at most 254 characters"
