@@ -12,6 +12,7 @@ import (
 
 	"github.com/partnertrack/partnertrack/ledger"
 	"github.com/partnertrack/partnertrack/notify"
+	"github.com/partnertrack/partnertrack/notify/mail"
 	"github.com/partnertrack/partnertrack/workers/tasks"
 )
 
@@ -23,6 +24,9 @@ type Handlers struct {
 	Inbox       *notify.Inbox            // in-app notifications
 	Traffic     ledger.TrafficStore      // click and visit batches
 	Webhooks    *notify.Sender           // brand webhooks
+	// Mailer sends emails; nil when the worker does not serve the emails
+	// queue, and then no email handler is registered.
+	Mailer mail.Mailer
 	// Processor processes payment-processor events; ProcessorInbox queues
 	// the stored ones whose enqueue failed (the maintenance sweep).
 	Processor      ledger.PaymentEventService
@@ -43,6 +47,9 @@ func NewMux(h Handlers) *asynq.ServeMux {
 	mux.Handle(tasks.TypeWebhookDeliver, &WebhookHandler{Sender: h.Webhooks})
 	mux.Handle(tasks.TypeProcessorEvent, &ProcessorHandler{Events: h.Processor, Logger: h.Logger})
 	mux.Handle(tasks.TypeProcessorSweep, &ProcessorSweepHandler{Inbox: h.ProcessorInbox, Logger: h.Logger})
+	if h.Mailer != nil {
+		mux.Handle(tasks.TypeEmailSend, &EmailHandler{Mailer: h.Mailer, Logger: h.Logger})
+	}
 	return mux
 }
 

@@ -25,6 +25,7 @@ func TestWorkerServesItsQueuesAlone(t *testing.T) {
 		{"Webhooks", "webhooks", []string{"webhooks"}},
 		{"ClicksAndVisits", "clicks,visits", []string{"clicks", "visits"}},
 		{"Processor", "processor", []string{"processor"}},
+		{"Emails", "emails", []string{"emails"}},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			t.Parallel()

@@ -24,6 +24,7 @@ const (
 	QueueProcessor     = "processor"
 	QueueNotifications = "notifications"
 	QueueWebhooks      = "webhooks"
+	QueueEmails        = ledger.OutboxQueueEmails
 	QueueMaintenance   = "maintenance"
 )
 
@@ -35,6 +36,7 @@ var AllQueues = map[string]int{
 	QueueProcessor:     4,
 	QueueNotifications: 2,
 	QueueWebhooks:      2,
+	QueueEmails:        1,
 	QueueMaintenance:   1,
 }
 
@@ -67,7 +69,7 @@ func (ns Namespace) Queues(names string) (map[string]int, error) {
 		q = strings.TrimSpace(q)
 		w, ok := AllQueues[q]
 		if !ok {
-			return nil, fmt.Errorf("unknown queue %q (queues: clicks, visits, processor, notifications, webhooks, maintenance)", q)
+			return nil, fmt.Errorf("unknown queue %q (queues: clicks, visits, processor, notifications, webhooks, emails, maintenance)", q)
 		}
 		out[ns.Queue(q)] = w
 	}

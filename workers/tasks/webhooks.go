@@ -14,4 +14,4 @@ const WebhookMaxRetry = 8
 
 // maxRetryByType overrides the enqueuer's MaxRetry for task types with a
 // retry policy of their own.
-var maxRetryByType = map[string]int{TypeWebhookDeliver: WebhookMaxRetry}
+var maxRetryByType = map[string]int{TypeWebhookDeliver: WebhookMaxRetry, TypeEmailSend: EmailMaxRetry}

@@ -6,6 +6,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	netmail "net/mail"
 	"net/netip"
 	"net/url"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/partnertrack/partnertrack/ledger/secretbox"
+	"github.com/partnertrack/partnertrack/notify/mail"
 )
 
 // Config is every setting of the contract's Configuration table.
@@ -36,6 +38,10 @@ type Config struct {
 	LogLevel                  string
 	LogFormat                 string
 	QueueNamespace            string // asynq queue-name prefix (tests; empty in production)
+	// SMTP is the parsed SMTP_URL; nil when unset, and the emails worker
+	// then logs emails instead of sending them. SMTPFrom is their sender.
+	SMTP     *mail.SMTPConfig
+	SMTPFrom string
 	// Secrets seals the signing secrets stored in Postgres (SECRETS_KEY);
 	// the public development key when unset (Secrets.IsDev()).
 	Secrets *secretbox.Keyring
@@ -74,6 +80,7 @@ func Load(getenv func(string) string) (Config, error) {
 		LogLevel:            get("LOG_LEVEL", "info"),
 		LogFormat:           get("LOG_FORMAT", "json"),
 		QueueNamespace:      get("QUEUE_NAMESPACE", ""),
+		SMTPFrom:            get("SMTP_FROM", mail.DefaultFrom),
 	}
 	if u, err := url.Parse(c.DatabaseURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
 		errs = append(errs, errors.New("DATABASE_URL must be a postgres:// URL"))
@@ -111,6 +118,17 @@ func Load(getenv func(string) string) (Config, error) {
 		if c.Secrets, err = secretbox.Parse(v); err != nil {
 			errs = append(errs, fmt.Errorf("SECRETS_KEY must be comma-separated id:base64key pairs, the first sealing: %v", err))
 		}
+	}
+	if v := strings.TrimSpace(getenv("SMTP_URL")); v != "" {
+		smtp, err := mail.ParseSMTPURL(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("SMTP_URL must be smtp://[user:pass@]host[:port] or smtps://[user:pass@]host[:port]: %v", err))
+		} else {
+			c.SMTP = &smtp
+		}
+	}
+	if _, err := netmail.ParseAddress(c.SMTPFrom); err != nil {
+		errs = append(errs, errors.New("SMTP_FROM must be one email address, optionally with a name: Name <address>"))
 	}
 	if (c.OIDCIssuerURL == "") != (c.OIDCClientID == "") {
 		errs = append(errs, errors.New("OIDC_ISSUER_URL and OIDC_CLIENT_ID must be set together"))

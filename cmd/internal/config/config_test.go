@@ -63,3 +63,32 @@ func TestLoadSecretsKey(t *testing.T) {
 		t.Fatalf("malformed: %v", err)
 	}
 }
+
+// TestLoadSMTP: SMTP_URL is parsed once (unset: no SMTP, emails are
+// logged); a malformed one is refused in one line naming the variable and
+// without its password; SMTP_FROM defaults and must be an address.
+func TestLoadSMTP(t *testing.T) {
+	c, err := Load(env(nil))
+	if err != nil || c.SMTP != nil || c.SMTPFrom != "partnertrack <no-reply@localhost>" {
+		t.Fatalf("unset: %+v, %q, %v", c.SMTP, c.SMTPFrom, err)
+	}
+	c, err = Load(env(map[string]string{"SMTP_URL": "smtps://u:pw@mail.example.com", "SMTP_FROM": "Acme <partners@acme.example>"}))
+	if err != nil || c.SMTP == nil || c.SMTP.Host != "mail.example.com" || c.SMTP.Port != 465 || !c.SMTP.ImplicitTLS ||
+		c.SMTP.Username != "u" || c.SMTP.Password != "pw" || c.SMTPFrom != "Acme <partners@acme.example>" {
+		t.Fatalf("set: %+v, %q, %v", c.SMTP, c.SMTPFrom, err)
+	}
+	for _, bad := range []string{"mail.example.com:587", "smtp://u:s3cretpw@", "http://u:s3cretpw@mail.example.com", "smtp://u:s3cretpw@mail.example.com:99999"} {
+		_, err := Load(env(map[string]string{"SMTP_URL": bad}))
+		if err == nil {
+			t.Errorf("SMTP_URL=%q accepted", bad)
+			continue
+		}
+		msg := err.Error()
+		if !strings.HasPrefix(msg, "SMTP_URL must be") || strings.Contains(msg, "\n") || strings.Contains(msg, "s3cretpw") {
+			t.Errorf("SMTP_URL=%q: error %q, want one line naming SMTP_URL without the password", bad, msg)
+		}
+	}
+	if _, err := Load(env(map[string]string{"SMTP_FROM": "no-reply"})); err == nil || !strings.Contains(err.Error(), "SMTP_FROM") {
+		t.Errorf("SMTP_FROM without a domain: %v", err)
+	}
+}

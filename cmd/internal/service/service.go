@@ -34,6 +34,7 @@ import (
 	"github.com/partnertrack/partnertrack/ledger/postgres"
 	"github.com/partnertrack/partnertrack/migrations"
 	"github.com/partnertrack/partnertrack/notify"
+	"github.com/partnertrack/partnertrack/notify/mail"
 	"github.com/partnertrack/partnertrack/ratelimit"
 	"github.com/partnertrack/partnertrack/workers"
 	"github.com/partnertrack/partnertrack/workers/tasks"
@@ -436,6 +437,10 @@ func (b *Backends) Worker(opts WorkerOptions) (*Worker, error) {
 		BrandPrefix:        b.Config.BrandPrefix,
 		Logger:             b.Logger,
 	})
+	mailer, err := b.mailer(queues)
+	if err != nil {
+		return nil, err
+	}
 	w := &Worker{
 		mux: workers.NewMux(workers.Handlers{
 			Outbox:         outbox,
@@ -446,6 +451,7 @@ func (b *Backends) Worker(opts WorkerOptions) (*Worker, error) {
 			ProcessorInbox: processor,
 			Traffic:        postgres.NewTrafficStore(b.DB),
 			Webhooks:       sender,
+			Mailer:         mailer,
 			Logger:         b.Logger,
 		}),
 	}
@@ -491,6 +497,25 @@ func (b *Backends) Worker(opts WorkerOptions) (*Worker, error) {
 		}
 	}
 	return w, nil
+}
+
+// mailer is the emails queue's Mailer when the worker serves that queue
+// (nil otherwise): SMTP when SMTP_URL is set, else the log mailer, which
+// sends nothing, so that a development worker runs without a mail server.
+func (b *Backends) mailer(queues map[string]int) (mail.Mailer, error) {
+	if _, ok := queues[b.Namespace.Queue(tasks.QueueEmails)]; !ok {
+		return nil, nil
+	}
+	if b.Config.SMTP == nil {
+		b.Logger.Info("SMTP_URL is not set: emails are logged, not sent")
+		return mail.LogMailer{Logger: b.Logger}, nil
+	}
+	m, err := mail.NewSMTPMailer(*b.Config.SMTP, b.Config.SMTPFrom)
+	if err != nil {
+		return nil, fmt.Errorf("SMTP_FROM: %v", err)
+	}
+	b.Logger.Info("emails are sent through SMTP", "server", b.Config.SMTP.Addr(), "implicit_tls", b.Config.SMTP.ImplicitTLS)
+	return m, nil
 }
 
 // Start runs the server (and scheduler) in the background.
