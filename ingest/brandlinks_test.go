@@ -76,6 +76,10 @@ func TestBrandLinkCreate(t *testing.T) {
 		if d["status"] != "disabled" {
 			t.Fatalf("status %v", d["status"])
 		}
+		d = mustOK(t, do(t, b.app, req{"POST", path, map[string]any{"partner_id": ann, "code": "ann-null", "status": nil}, bearer(tok)}), 201)
+		if d["status"] != "active" {
+			t.Fatalf("null status: %v", d["status"])
+		}
 	})
 
 	before := linkCount(t, b, w.programID)

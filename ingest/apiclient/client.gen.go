@@ -36,8 +36,9 @@ func (e BrandLinkStatus) Valid() bool {
 
 // Defines values for BrandLinkCreateStatus.
 const (
-	BrandLinkCreateStatusActive   BrandLinkCreateStatus = "active"
-	BrandLinkCreateStatusDisabled BrandLinkCreateStatus = "disabled"
+	BrandLinkCreateStatusActive      BrandLinkCreateStatus = "active"
+	BrandLinkCreateStatusDisabled    BrandLinkCreateStatus = "disabled"
+	BrandLinkCreateStatusLessThannil BrandLinkCreateStatus = "<nil>"
 )
 
 // Valid indicates whether the value is a known member of the BrandLinkCreateStatus enum.
@@ -46,6 +47,8 @@ func (e BrandLinkCreateStatus) Valid() bool {
 	case BrandLinkCreateStatusActive:
 		return true
 	case BrandLinkCreateStatusDisabled:
+		return true
+	case BrandLinkCreateStatusLessThannil:
 		return true
 	default:
 		return false
@@ -1705,11 +1708,13 @@ type BrandLinkCreate struct {
 	Code string `json:"code"`
 
 	// PartnerId A partner enrolled in the program.
-	PartnerId int64                  `json:"partner_id"`
-	Status    *BrandLinkCreateStatus `json:"status,omitempty"`
+	PartnerId int64 `json:"partner_id"`
+
+	// Status Absent or null: active.
+	Status *BrandLinkCreateStatus `json:"status,omitempty"`
 }
 
-// BrandLinkCreateStatus defines model for BrandLinkCreate.Status.
+// BrandLinkCreateStatus Absent or null: active.
 type BrandLinkCreateStatus string
 
 // BrandLinkList defines model for BrandLinkList.
