@@ -64,8 +64,10 @@ func (s *BrandLinkService) SetLinkStatus(ctx context.Context, programID, linkID 
 // in one query: the page is cut from links first (links_program_id_idx or
 // links_partner_id_idx), its size counted by a window over the matching
 // links, and each row of the page then counts its clicks with an index
-// scan of clicks_program_partner_idx (program_id, partner_id) filtered on
-// link_id. A page past the last one reads the total with a second query.
+// scan per monthly partition on a clicks index that leads with program_id
+// (clicks_program_partner_idx, or the listing's partial index of real
+// clicks), filtered on partner and link. A page past the last one reads
+// the total with a second query.
 func (s *BrandLinkService) ListLinks(ctx context.Context, q ledger.BrandLinkQuery) (p *ledger.BrandLinkPage, err error) {
 	defer wrap(&err, "postgres.ListLinks(%d)", q.ProgramID)
 	where, args := linkFilters(q)
