@@ -33,6 +33,7 @@ func (s *Server) routes() {
 
 	s.trackingRoutes()
 	s.dashboardRoutes()
+	s.brandLinkRoutes()
 	s.operatorRoutes()
 	s.agentRoutes()
 	s.cliRoutes()

@@ -42,6 +42,8 @@ type Services struct {
 	Accounts ledger.AccountService
 	Partners ledger.PartnerService
 	Leads    ledger.LeadService
+	// BrandLinks are the brand's own partner links (dashboard sign-in).
+	BrandLinks ledger.BrandLinkService
 
 	Sales         ledger.SaleService
 	Refunds       ledger.RefundService

@@ -16,6 +16,63 @@ import (
 	"github.com/oapi-codegen/runtime"
 )
 
+// Defines values for BrandLinkStatus.
+const (
+	BrandLinkStatusActive   BrandLinkStatus = "active"
+	BrandLinkStatusDisabled BrandLinkStatus = "disabled"
+)
+
+// Valid indicates whether the value is a known member of the BrandLinkStatus enum.
+func (e BrandLinkStatus) Valid() bool {
+	switch e {
+	case BrandLinkStatusActive:
+		return true
+	case BrandLinkStatusDisabled:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for BrandLinkCreateStatus.
+const (
+	BrandLinkCreateStatusActive      BrandLinkCreateStatus = "active"
+	BrandLinkCreateStatusDisabled    BrandLinkCreateStatus = "disabled"
+	BrandLinkCreateStatusLessThannil BrandLinkCreateStatus = "<nil>"
+)
+
+// Valid indicates whether the value is a known member of the BrandLinkCreateStatus enum.
+func (e BrandLinkCreateStatus) Valid() bool {
+	switch e {
+	case BrandLinkCreateStatusActive:
+		return true
+	case BrandLinkCreateStatusDisabled:
+		return true
+	case BrandLinkCreateStatusLessThannil:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for BrandLinkUpdateStatus.
+const (
+	BrandLinkUpdateStatusActive   BrandLinkUpdateStatus = "active"
+	BrandLinkUpdateStatusDisabled BrandLinkUpdateStatus = "disabled"
+)
+
+// Valid indicates whether the value is a known member of the BrandLinkUpdateStatus enum.
+func (e BrandLinkUpdateStatus) Valid() bool {
+	switch e {
+	case BrandLinkUpdateStatusActive:
+		return true
+	case BrandLinkUpdateStatusDisabled:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for CliAuthCallbackStatus.
 const (
 	SignedIn CliAuthCallbackStatus = "signed_in"
@@ -1591,6 +1648,24 @@ func (e ListTrackingEventsParamsEventType) Valid() bool {
 	}
 }
 
+// Defines values for ListBrandLinksParamsStatus.
+const (
+	ListBrandLinksParamsStatusActive   ListBrandLinksParamsStatus = "active"
+	ListBrandLinksParamsStatusDisabled ListBrandLinksParamsStatus = "disabled"
+)
+
+// Valid indicates whether the value is a known member of the ListBrandLinksParamsStatus enum.
+func (e ListBrandLinksParamsStatus) Valid() bool {
+	switch e {
+	case ListBrandLinksParamsStatusActive:
+		return true
+	case ListBrandLinksParamsStatusDisabled:
+		return true
+	default:
+		return false
+	}
+}
+
 // AgentProgramList defines model for AgentProgramList.
 type AgentProgramList struct {
 	Data []DashProgramSettings `json:"data"`
@@ -1601,6 +1676,75 @@ type AgentProgramResponse struct {
 	// Data A program as every read renders it (the key only masked), and whether a processor webhook signing secret is set.
 	Data DashProgramSettings `json:"data"`
 }
+
+// BrandLink A partner's referral link in the program, as the brand's link routes show it.
+type BrandLink struct {
+	// Clicks Clicks recorded on the link (test clicks left out).
+	Clicks int64 `json:"clicks"`
+
+	// Code What the landing URL's `aff` parameter carries.
+	Code         string    `json:"code"`
+	CreatedAt    time.Time `json:"created_at"`
+	Id           int64     `json:"id"`
+	PartnerEmail *string   `json:"partner_email"`
+
+	// PartnerId Null when the partner is gone.
+	PartnerId   *int64          `json:"partner_id"`
+	PartnerName *string         `json:"partner_name"`
+	ProgramId   int64           `json:"program_id"`
+	Status      BrandLinkStatus `json:"status"`
+	UpdatedAt   time.Time       `json:"updated_at"`
+
+	// Url The landing URL on the program's domain: `https://<domain>/?aff=<code>`.
+	Url string `json:"url"`
+}
+
+// BrandLinkStatus defines model for BrandLink.Status.
+type BrandLinkStatus string
+
+// BrandLinkCreate defines model for BrandLinkCreate.
+type BrandLinkCreate struct {
+	// Code 1 to 64 letters, digits, `-` or `_`; unique across the service.
+	Code string `json:"code"`
+
+	// PartnerId A partner enrolled in the program.
+	PartnerId int64 `json:"partner_id"`
+
+	// Status Absent or null: active.
+	Status *BrandLinkCreateStatus `json:"status,omitempty"`
+}
+
+// BrandLinkCreateStatus Absent or null: active.
+type BrandLinkCreateStatus string
+
+// BrandLinkList defines model for BrandLinkList.
+type BrandLinkList struct {
+	Data []BrandLink `json:"data"`
+	Meta struct {
+		Pagination struct {
+			Page      int `json:"page"`
+			PageCount int `json:"pageCount"`
+			PageSize  int `json:"pageSize"`
+
+			// Total Links matching the filters.
+			Total int `json:"total"`
+		} `json:"pagination"`
+	} `json:"meta"`
+}
+
+// BrandLinkResponse defines model for BrandLinkResponse.
+type BrandLinkResponse struct {
+	// Data A partner's referral link in the program, as the brand's link routes show it.
+	Data BrandLink `json:"data"`
+}
+
+// BrandLinkUpdate defines model for BrandLinkUpdate.
+type BrandLinkUpdate struct {
+	Status BrandLinkUpdateStatus `json:"status"`
+}
+
+// BrandLinkUpdateStatus defines model for BrandLinkUpdate.Status.
+type BrandLinkUpdateStatus string
 
 // CliAuthCallback A signed-in login.
 type CliAuthCallback struct {
@@ -3451,6 +3595,24 @@ type GetReadiness401JSONResponseBody struct {
 	union json.RawMessage
 }
 
+// ListBrandLinksParams defines parameters for ListBrandLinks.
+type ListBrandLinksParams struct {
+	// Page 1-indexed page (empty is absent).
+	Page *int `form:"page,omitempty" json:"page,omitempty"`
+
+	// PageSize Links per page (empty is absent).
+	PageSize *int `form:"pageSize,omitempty" json:"pageSize,omitempty"`
+
+	// PartnerId Only this partner's links (empty is absent).
+	PartnerId *int64 `form:"partner_id,omitempty" json:"partner_id,omitempty"`
+
+	// Status Only active or only disabled links (empty is absent).
+	Status *ListBrandLinksParamsStatus `form:"status,omitempty" json:"status,omitempty"`
+}
+
+// ListBrandLinksParamsStatus defines parameters for ListBrandLinks.
+type ListBrandLinksParamsStatus string
+
 // PreflightTrackClickParams defines parameters for PreflightTrackClick.
 type PreflightTrackClickParams struct {
 	// Origin The page's origin.
@@ -3604,6 +3766,12 @@ type CliTestEventJSONRequestBody = CliTestEventRequest
 
 // GenerateProgramKeyJSONRequestBody defines body for GenerateProgramKey for application/json ContentType.
 type GenerateProgramKeyJSONRequestBody = DashKeyRequest
+
+// CreateBrandLinkJSONRequestBody defines body for CreateBrandLink for application/json ContentType.
+type CreateBrandLinkJSONRequestBody = BrandLinkCreate
+
+// UpdateBrandLinkJSONRequestBody defines body for UpdateBrandLink for application/json ContentType.
+type UpdateBrandLinkJSONRequestBody = BrandLinkUpdate
 
 // UpdateProgramSettingsJSONRequestBody defines body for UpdateProgramSettings for application/json ContentType.
 type UpdateProgramSettingsJSONRequestBody = DashSettingsUpdate
@@ -5397,6 +5565,85 @@ type ClientInterface interface {
 	// Corresponds with POST /api/v1/programs/{id}/api-key (the `GenerateProgramKey` operationId).
 	GenerateProgramKey(ctx context.Context, id int64, body GenerateProgramKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListBrandLinks List the program's partner links
+	//
+	// Any member of the program's workspace (`partners:read`). The
+	// program's links, newest first, with the event listing's paging
+	// (`page` from 1, `pageSize` 1 to 100, default 10), narrowed by
+	// `partner_id` and `status`. Each row carries its partner, its
+	// landing URL on the program's domain and its recorded clicks (test
+	// clicks left out), counted from the raw clicks in the same query.
+	// The program's test-partner fixture link is not listed. 120
+	// requests a minute per dashboard token, shared with the other link
+	// operations.
+	//
+	// Corresponds with GET /api/v1/programs/{id}/links (the `ListBrandLinks` operationId).
+	ListBrandLinks(ctx context.Context, id int64, params *ListBrandLinksParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateBrandLinkWithBody Create a referral link of one of the program's partners
+	//
+	// Owner or admin (`partners:write`). Creates a link of a partner
+	// enrolled in the program, with the referral-code rules the
+	// operator's links follow: 1 to 64 letters, digits, `-` or `_`,
+	// unique across the service (a taken code is a 409). A partner who
+	// is not enrolled in the program is a 400 naming `partner_id`.
+	// `status` defaults to `active`. The landing URL is the program's
+	// domain: `https://<domain>/?aff=<code>`. 120 requests a minute per
+	// dashboard token, shared with the other link operations.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/programs/{id}/links (the `CreateBrandLink` operationId).
+	CreateBrandLinkWithBody(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateBrandLink Create a referral link of one of the program's partners
+	//
+	// Owner or admin (`partners:write`). Creates a link of a partner
+	// enrolled in the program, with the referral-code rules the
+	// operator's links follow: 1 to 64 letters, digits, `-` or `_`,
+	// unique across the service (a taken code is a 409). A partner who
+	// is not enrolled in the program is a 400 naming `partner_id`.
+	// `status` defaults to `active`. The landing URL is the program's
+	// domain: `https://<domain>/?aff=<code>`. 120 requests a minute per
+	// dashboard token, shared with the other link operations.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/programs/{id}/links (the `CreateBrandLink` operationId).
+	CreateBrandLink(ctx context.Context, id int64, body CreateBrandLinkJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateBrandLinkWithBody Disable or re-enable a partner link
+	//
+	// Owner or admin (`partners:write`). `status` `disabled` turns the
+	// link off: once the change commits every edge instance drops the
+	// link from its cache (as the operator's link update does), and a
+	// click on it answers the spec's 410 (`link_disabled`) and records
+	// nothing. `active` turns it on again. A link of another program,
+	// or the program's test-partner fixture link, is a 404. 120
+	// requests a minute per dashboard token, shared with the other link
+	// operations.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /api/v1/programs/{id}/links/{linkId} (the `UpdateBrandLink` operationId).
+	UpdateBrandLinkWithBody(ctx context.Context, id int64, linkId int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateBrandLink Disable or re-enable a partner link
+	//
+	// Owner or admin (`partners:write`). `status` `disabled` turns the
+	// link off: once the change commits every edge instance drops the
+	// link from its cache (as the operator's link update does), and a
+	// click on it answers the spec's 410 (`link_disabled`) and records
+	// nothing. `active` turns it on again. A link of another program,
+	// or the program's test-partner fixture link, is a 404. 120
+	// requests a minute per dashboard token, shared with the other link
+	// operations.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /api/v1/programs/{id}/links/{linkId} (the `UpdateBrandLink` operationId).
+	UpdateBrandLink(ctx context.Context, id int64, linkId int64, body UpdateBrandLinkJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListProgramNotifications The advertiser's notifications about a program
 	//
 	// In-app notifications to the advertiser about the program (manual
@@ -6956,6 +7203,135 @@ func (c *Client) GenerateProgramKeyWithBody(ctx context.Context, id int64, conte
 // Corresponds with POST /api/v1/programs/{id}/api-key (the `GenerateProgramKey` operationId).
 func (c *Client) GenerateProgramKey(ctx context.Context, id int64, body GenerateProgramKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGenerateProgramKeyRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListBrandLinks List the program's partner links
+//
+// Any member of the program's workspace (`partners:read`). The
+// program's links, newest first, with the event listing's paging
+// (`page` from 1, `pageSize` 1 to 100, default 10), narrowed by
+// `partner_id` and `status`. Each row carries its partner, its
+// landing URL on the program's domain and its recorded clicks (test
+// clicks left out), counted from the raw clicks in the same query.
+// The program's test-partner fixture link is not listed. 120
+// requests a minute per dashboard token, shared with the other link
+// operations.
+//
+// Corresponds with GET /api/v1/programs/{id}/links (the `ListBrandLinks` operationId).
+func (c *Client) ListBrandLinks(ctx context.Context, id int64, params *ListBrandLinksParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListBrandLinksRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateBrandLinkWithBody Create a referral link of one of the program's partners
+//
+// Owner or admin (`partners:write`). Creates a link of a partner
+// enrolled in the program, with the referral-code rules the
+// operator's links follow: 1 to 64 letters, digits, `-` or `_`,
+// unique across the service (a taken code is a 409). A partner who
+// is not enrolled in the program is a 400 naming `partner_id`.
+// `status` defaults to `active`. The landing URL is the program's
+// domain: `https://<domain>/?aff=<code>`. 120 requests a minute per
+// dashboard token, shared with the other link operations.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/programs/{id}/links (the `CreateBrandLink` operationId).
+func (c *Client) CreateBrandLinkWithBody(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateBrandLinkRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateBrandLink Create a referral link of one of the program's partners
+//
+// Owner or admin (`partners:write`). Creates a link of a partner
+// enrolled in the program, with the referral-code rules the
+// operator's links follow: 1 to 64 letters, digits, `-` or `_`,
+// unique across the service (a taken code is a 409). A partner who
+// is not enrolled in the program is a 400 naming `partner_id`.
+// `status` defaults to `active`. The landing URL is the program's
+// domain: `https://<domain>/?aff=<code>`. 120 requests a minute per
+// dashboard token, shared with the other link operations.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/programs/{id}/links (the `CreateBrandLink` operationId).
+func (c *Client) CreateBrandLink(ctx context.Context, id int64, body CreateBrandLinkJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateBrandLinkRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateBrandLinkWithBody Disable or re-enable a partner link
+//
+// Owner or admin (`partners:write`). `status` `disabled` turns the
+// link off: once the change commits every edge instance drops the
+// link from its cache (as the operator's link update does), and a
+// click on it answers the spec's 410 (`link_disabled`) and records
+// nothing. `active` turns it on again. A link of another program,
+// or the program's test-partner fixture link, is a 404. 120
+// requests a minute per dashboard token, shared with the other link
+// operations.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /api/v1/programs/{id}/links/{linkId} (the `UpdateBrandLink` operationId).
+func (c *Client) UpdateBrandLinkWithBody(ctx context.Context, id int64, linkId int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateBrandLinkRequestWithBody(c.Server, id, linkId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateBrandLink Disable or re-enable a partner link
+//
+// Owner or admin (`partners:write`). `status` `disabled` turns the
+// link off: once the change commits every edge instance drops the
+// link from its cache (as the operator's link update does), and a
+// click on it answers the spec's 410 (`link_disabled`) and records
+// nothing. `active` turns it on again. A link of another program,
+// or the program's test-partner fixture link, is a 404. 120
+// requests a minute per dashboard token, shared with the other link
+// operations.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /api/v1/programs/{id}/links/{linkId} (the `UpdateBrandLink` operationId).
+func (c *Client) UpdateBrandLink(ctx context.Context, id int64, linkId int64, body UpdateBrandLinkJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateBrandLinkRequest(c.Server, id, linkId, body)
 	if err != nil {
 		return nil, err
 	}
@@ -9524,6 +9900,204 @@ func NewGenerateProgramKeyRequestWithBody(server string, id int64, contentType s
 	return req, nil
 }
 
+// NewListBrandLinksRequest constructs an http.Request for the ListBrandLinks method
+func NewListBrandLinksRequest(server string, id int64, params *ListBrandLinksParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/programs/%s/links", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Page != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page", *params.Page, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.PageSize != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "pageSize", *params.PageSize, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.PartnerId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "partner_id", *params.PartnerId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Status != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "status", *params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateBrandLinkRequest calls the generic CreateBrandLink builder with application/json body
+func NewCreateBrandLinkRequest(server string, id int64, body CreateBrandLinkJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateBrandLinkRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewCreateBrandLinkRequestWithBody constructs an http.Request for the CreateBrandLink method, with any body, and a specified content type
+func NewCreateBrandLinkRequestWithBody(server string, id int64, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/programs/%s/links", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewUpdateBrandLinkRequest calls the generic UpdateBrandLink builder with application/json body
+func NewUpdateBrandLinkRequest(server string, id int64, linkId int64, body UpdateBrandLinkJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateBrandLinkRequestWithBody(server, id, linkId, "application/json", bodyReader)
+}
+
+// NewUpdateBrandLinkRequestWithBody constructs an http.Request for the UpdateBrandLink method, with any body, and a specified content type
+func NewUpdateBrandLinkRequestWithBody(server string, id int64, linkId int64, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "linkId", linkId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/programs/%s/links/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewListProgramNotificationsRequest constructs an http.Request for the ListProgramNotifications method
 func NewListProgramNotificationsRequest(server string, id int64) (*http.Request, error) {
 	var err error
@@ -11294,6 +11868,87 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /api/v1/programs/{id}/api-key (the `GenerateProgramKey` operationId).
 	GenerateProgramKeyWithResponse(ctx context.Context, id int64, body GenerateProgramKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*GenerateProgramKeyResponse, error)
+
+	// ListBrandLinksWithResponse List the program's partner links
+	//
+	// Any member of the program's workspace (`partners:read`). The
+	// program's links, newest first, with the event listing's paging
+	// (`page` from 1, `pageSize` 1 to 100, default 10), narrowed by
+	// `partner_id` and `status`. Each row carries its partner, its
+	// landing URL on the program's domain and its recorded clicks (test
+	// clicks left out), counted from the raw clicks in the same query.
+	// The program's test-partner fixture link is not listed. 120
+	// requests a minute per dashboard token, shared with the other link
+	// operations.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/programs/{id}/links (the `ListBrandLinks` operationId).
+	ListBrandLinksWithResponse(ctx context.Context, id int64, params *ListBrandLinksParams, reqEditors ...RequestEditorFn) (*ListBrandLinksResponse, error)
+
+	// CreateBrandLinkWithBodyWithResponse Create a referral link of one of the program's partners
+	//
+	// Owner or admin (`partners:write`). Creates a link of a partner
+	// enrolled in the program, with the referral-code rules the
+	// operator's links follow: 1 to 64 letters, digits, `-` or `_`,
+	// unique across the service (a taken code is a 409). A partner who
+	// is not enrolled in the program is a 400 naming `partner_id`.
+	// `status` defaults to `active`. The landing URL is the program's
+	// domain: `https://<domain>/?aff=<code>`. 120 requests a minute per
+	// dashboard token, shared with the other link operations.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/programs/{id}/links (the `CreateBrandLink` operationId).
+	CreateBrandLinkWithBodyWithResponse(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateBrandLinkResponse, error)
+
+	// CreateBrandLinkWithResponse Create a referral link of one of the program's partners
+	//
+	// Owner or admin (`partners:write`). Creates a link of a partner
+	// enrolled in the program, with the referral-code rules the
+	// operator's links follow: 1 to 64 letters, digits, `-` or `_`,
+	// unique across the service (a taken code is a 409). A partner who
+	// is not enrolled in the program is a 400 naming `partner_id`.
+	// `status` defaults to `active`. The landing URL is the program's
+	// domain: `https://<domain>/?aff=<code>`. 120 requests a minute per
+	// dashboard token, shared with the other link operations.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/programs/{id}/links (the `CreateBrandLink` operationId).
+	CreateBrandLinkWithResponse(ctx context.Context, id int64, body CreateBrandLinkJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateBrandLinkResponse, error)
+
+	// UpdateBrandLinkWithBodyWithResponse Disable or re-enable a partner link
+	//
+	// Owner or admin (`partners:write`). `status` `disabled` turns the
+	// link off: once the change commits every edge instance drops the
+	// link from its cache (as the operator's link update does), and a
+	// click on it answers the spec's 410 (`link_disabled`) and records
+	// nothing. `active` turns it on again. A link of another program,
+	// or the program's test-partner fixture link, is a 404. 120
+	// requests a minute per dashboard token, shared with the other link
+	// operations.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /api/v1/programs/{id}/links/{linkId} (the `UpdateBrandLink` operationId).
+	UpdateBrandLinkWithBodyWithResponse(ctx context.Context, id int64, linkId int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateBrandLinkResponse, error)
+
+	// UpdateBrandLinkWithResponse Disable or re-enable a partner link
+	//
+	// Owner or admin (`partners:write`). `status` `disabled` turns the
+	// link off: once the change commits every edge instance drops the
+	// link from its cache (as the operator's link update does), and a
+	// click on it answers the spec's 410 (`link_disabled`) and records
+	// nothing. `active` turns it on again. A link of another program,
+	// or the program's test-partner fixture link, is a 404. 120
+	// requests a minute per dashboard token, shared with the other link
+	// operations.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /api/v1/programs/{id}/links/{linkId} (the `UpdateBrandLink` operationId).
+	UpdateBrandLinkWithResponse(ctx context.Context, id int64, linkId int64, body UpdateBrandLinkJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateBrandLinkResponse, error)
 
 	// ListProgramNotificationsWithResponse The advertiser's notifications about a program
 	//
@@ -15965,6 +16620,572 @@ func (r GenerateProgramKeyResponse) ContentType() string {
 	return ""
 }
 
+// ListBrandLinksResponse200Headers the declared response headers of an HTTP 200 response for ListBrandLinks
+type ListBrandLinksResponse200Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// ListBrandLinksResponse400Headers the declared response headers of an HTTP 400 response for ListBrandLinks
+type ListBrandLinksResponse400Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// ListBrandLinksResponse401Headers the declared response headers of an HTTP 401 response for ListBrandLinks
+type ListBrandLinksResponse401Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// ListBrandLinksResponse403Headers the declared response headers of an HTTP 403 response for ListBrandLinks
+type ListBrandLinksResponse403Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// ListBrandLinksResponse404Headers the declared response headers of an HTTP 404 response for ListBrandLinks
+type ListBrandLinksResponse404Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// ListBrandLinksResponse413Headers the declared response headers of an HTTP 413 response for ListBrandLinks
+type ListBrandLinksResponse413Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// ListBrandLinksResponse429Headers the declared response headers of an HTTP 429 response for ListBrandLinks
+type ListBrandLinksResponse429Headers struct {
+	RetryAfter          *int
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// ListBrandLinksResponse500Headers the declared response headers of an HTTP 500 response for ListBrandLinks
+type ListBrandLinksResponse500Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+type ListBrandLinksResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *BrandLinkList
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *PlatformError
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PlatformError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *PlatformError
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TypedError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *PlatformError
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *PlatformError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListBrandLinksResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ListBrandLinksResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListBrandLinksResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ListBrandLinksResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *ListBrandLinksResponse404Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *ListBrandLinksResponse413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListBrandLinksResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ListBrandLinksResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListBrandLinksResponse) GetJSON200() *BrandLinkList {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListBrandLinksResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListBrandLinksResponse) GetJSON401() *PlatformError {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListBrandLinksResponse) GetJSON403() *PlatformError {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ListBrandLinksResponse) GetJSON404() *PlatformError {
+	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r ListBrandLinksResponse) GetJSON408() *PlatformError {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r ListBrandLinksResponse) GetJSON413() *TypedError {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListBrandLinksResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r ListBrandLinksResponse) GetJSON431() *PlatformError {
+	return r.JSON431
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListBrandLinksResponse) GetJSON500() *PlatformError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ListBrandLinksResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListBrandLinksResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListBrandLinksResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListBrandLinksResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateBrandLinkResponse201Headers the declared response headers of an HTTP 201 response for CreateBrandLink
+type CreateBrandLinkResponse201Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// CreateBrandLinkResponse400Headers the declared response headers of an HTTP 400 response for CreateBrandLink
+type CreateBrandLinkResponse400Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// CreateBrandLinkResponse401Headers the declared response headers of an HTTP 401 response for CreateBrandLink
+type CreateBrandLinkResponse401Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// CreateBrandLinkResponse403Headers the declared response headers of an HTTP 403 response for CreateBrandLink
+type CreateBrandLinkResponse403Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// CreateBrandLinkResponse404Headers the declared response headers of an HTTP 404 response for CreateBrandLink
+type CreateBrandLinkResponse404Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// CreateBrandLinkResponse409Headers the declared response headers of an HTTP 409 response for CreateBrandLink
+type CreateBrandLinkResponse409Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// CreateBrandLinkResponse413Headers the declared response headers of an HTTP 413 response for CreateBrandLink
+type CreateBrandLinkResponse413Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// CreateBrandLinkResponse429Headers the declared response headers of an HTTP 429 response for CreateBrandLink
+type CreateBrandLinkResponse429Headers struct {
+	RetryAfter          *int
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// CreateBrandLinkResponse500Headers the declared response headers of an HTTP 500 response for CreateBrandLink
+type CreateBrandLinkResponse500Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+type CreateBrandLinkResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *BrandLinkResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *PlatformError
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PlatformError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *PlatformError
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *PlatformError
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TypedError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *PlatformError
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *PlatformError
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *CreateBrandLinkResponse201Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *CreateBrandLinkResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateBrandLinkResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *CreateBrandLinkResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *CreateBrandLinkResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *CreateBrandLinkResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *CreateBrandLinkResponse413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateBrandLinkResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *CreateBrandLinkResponse500Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateBrandLinkResponse) GetJSON201() *BrandLinkResponse {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreateBrandLinkResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateBrandLinkResponse) GetJSON401() *PlatformError {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreateBrandLinkResponse) GetJSON403() *PlatformError {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CreateBrandLinkResponse) GetJSON404() *PlatformError {
+	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r CreateBrandLinkResponse) GetJSON408() *PlatformError {
+	return r.JSON408
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreateBrandLinkResponse) GetJSON409() *PlatformError {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreateBrandLinkResponse) GetJSON413() *TypedError {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CreateBrandLinkResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r CreateBrandLinkResponse) GetJSON431() *PlatformError {
+	return r.JSON431
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CreateBrandLinkResponse) GetJSON500() *PlatformError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateBrandLinkResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateBrandLinkResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateBrandLinkResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateBrandLinkResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UpdateBrandLinkResponse200Headers the declared response headers of an HTTP 200 response for UpdateBrandLink
+type UpdateBrandLinkResponse200Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// UpdateBrandLinkResponse400Headers the declared response headers of an HTTP 400 response for UpdateBrandLink
+type UpdateBrandLinkResponse400Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// UpdateBrandLinkResponse401Headers the declared response headers of an HTTP 401 response for UpdateBrandLink
+type UpdateBrandLinkResponse401Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// UpdateBrandLinkResponse403Headers the declared response headers of an HTTP 403 response for UpdateBrandLink
+type UpdateBrandLinkResponse403Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// UpdateBrandLinkResponse404Headers the declared response headers of an HTTP 404 response for UpdateBrandLink
+type UpdateBrandLinkResponse404Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// UpdateBrandLinkResponse413Headers the declared response headers of an HTTP 413 response for UpdateBrandLink
+type UpdateBrandLinkResponse413Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// UpdateBrandLinkResponse429Headers the declared response headers of an HTTP 429 response for UpdateBrandLink
+type UpdateBrandLinkResponse429Headers struct {
+	RetryAfter          *int
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// UpdateBrandLinkResponse500Headers the declared response headers of an HTTP 500 response for UpdateBrandLink
+type UpdateBrandLinkResponse500Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+type UpdateBrandLinkResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *BrandLinkResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *PlatformError
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PlatformError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *PlatformError
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TypedError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *PlatformError
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *PlatformError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *UpdateBrandLinkResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *UpdateBrandLinkResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UpdateBrandLinkResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *UpdateBrandLinkResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *UpdateBrandLinkResponse404Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *UpdateBrandLinkResponse413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *UpdateBrandLinkResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *UpdateBrandLinkResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdateBrandLinkResponse) GetJSON200() *BrandLinkResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r UpdateBrandLinkResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r UpdateBrandLinkResponse) GetJSON401() *PlatformError {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r UpdateBrandLinkResponse) GetJSON403() *PlatformError {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r UpdateBrandLinkResponse) GetJSON404() *PlatformError {
+	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r UpdateBrandLinkResponse) GetJSON408() *PlatformError {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r UpdateBrandLinkResponse) GetJSON413() *TypedError {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r UpdateBrandLinkResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r UpdateBrandLinkResponse) GetJSON431() *PlatformError {
+	return r.JSON431
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r UpdateBrandLinkResponse) GetJSON500() *PlatformError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdateBrandLinkResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateBrandLinkResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateBrandLinkResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdateBrandLinkResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type ListProgramNotificationsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -19833,6 +21054,117 @@ func (c *ClientWithResponses) GenerateProgramKeyWithResponse(ctx context.Context
 		return nil, err
 	}
 	return ParseGenerateProgramKeyResponse(rsp)
+}
+
+// ListBrandLinksWithResponse List the program's partner links
+//
+// Any member of the program's workspace (`partners:read`). The
+// program's links, newest first, with the event listing's paging
+// (`page` from 1, `pageSize` 1 to 100, default 10), narrowed by
+// `partner_id` and `status`. Each row carries its partner, its
+// landing URL on the program's domain and its recorded clicks (test
+// clicks left out), counted from the raw clicks in the same query.
+// The program's test-partner fixture link is not listed. 120
+// requests a minute per dashboard token, shared with the other link
+// operations.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/programs/{id}/links (the `ListBrandLinks` operationId).
+func (c *ClientWithResponses) ListBrandLinksWithResponse(ctx context.Context, id int64, params *ListBrandLinksParams, reqEditors ...RequestEditorFn) (*ListBrandLinksResponse, error) {
+	rsp, err := c.ListBrandLinks(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListBrandLinksResponse(rsp)
+}
+
+// CreateBrandLinkWithBodyWithResponse Create a referral link of one of the program's partners
+//
+// Owner or admin (`partners:write`). Creates a link of a partner
+// enrolled in the program, with the referral-code rules the
+// operator's links follow: 1 to 64 letters, digits, `-` or `_`,
+// unique across the service (a taken code is a 409). A partner who
+// is not enrolled in the program is a 400 naming `partner_id`.
+// `status` defaults to `active`. The landing URL is the program's
+// domain: `https://<domain>/?aff=<code>`. 120 requests a minute per
+// dashboard token, shared with the other link operations.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/programs/{id}/links (the `CreateBrandLink` operationId).
+func (c *ClientWithResponses) CreateBrandLinkWithBodyWithResponse(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateBrandLinkResponse, error) {
+	rsp, err := c.CreateBrandLinkWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateBrandLinkResponse(rsp)
+}
+
+// CreateBrandLinkWithResponse Create a referral link of one of the program's partners
+//
+// Owner or admin (`partners:write`). Creates a link of a partner
+// enrolled in the program, with the referral-code rules the
+// operator's links follow: 1 to 64 letters, digits, `-` or `_`,
+// unique across the service (a taken code is a 409). A partner who
+// is not enrolled in the program is a 400 naming `partner_id`.
+// `status` defaults to `active`. The landing URL is the program's
+// domain: `https://<domain>/?aff=<code>`. 120 requests a minute per
+// dashboard token, shared with the other link operations.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/programs/{id}/links (the `CreateBrandLink` operationId).
+func (c *ClientWithResponses) CreateBrandLinkWithResponse(ctx context.Context, id int64, body CreateBrandLinkJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateBrandLinkResponse, error) {
+	rsp, err := c.CreateBrandLink(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateBrandLinkResponse(rsp)
+}
+
+// UpdateBrandLinkWithBodyWithResponse Disable or re-enable a partner link
+//
+// Owner or admin (`partners:write`). `status` `disabled` turns the
+// link off: once the change commits every edge instance drops the
+// link from its cache (as the operator's link update does), and a
+// click on it answers the spec's 410 (`link_disabled`) and records
+// nothing. `active` turns it on again. A link of another program,
+// or the program's test-partner fixture link, is a 404. 120
+// requests a minute per dashboard token, shared with the other link
+// operations.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /api/v1/programs/{id}/links/{linkId} (the `UpdateBrandLink` operationId).
+func (c *ClientWithResponses) UpdateBrandLinkWithBodyWithResponse(ctx context.Context, id int64, linkId int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateBrandLinkResponse, error) {
+	rsp, err := c.UpdateBrandLinkWithBody(ctx, id, linkId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateBrandLinkResponse(rsp)
+}
+
+// UpdateBrandLinkWithResponse Disable or re-enable a partner link
+//
+// Owner or admin (`partners:write`). `status` `disabled` turns the
+// link off: once the change commits every edge instance drops the
+// link from its cache (as the operator's link update does), and a
+// click on it answers the spec's 410 (`link_disabled`) and records
+// nothing. `active` turns it on again. A link of another program,
+// or the program's test-partner fixture link, is a 404. 120
+// requests a minute per dashboard token, shared with the other link
+// operations.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /api/v1/programs/{id}/links/{linkId} (the `UpdateBrandLink` operationId).
+func (c *ClientWithResponses) UpdateBrandLinkWithResponse(ctx context.Context, id int64, linkId int64, body UpdateBrandLinkJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateBrandLinkResponse, error) {
+	rsp, err := c.UpdateBrandLink(ctx, id, linkId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateBrandLinkResponse(rsp)
 }
 
 // ListProgramNotificationsWithResponse The advertiser's notifications about a program
@@ -25592,6 +26924,1043 @@ func ParseGenerateProgramKeyResponse(rsp *http.Response) (*GenerateProgramKeyRes
 		}
 		response.JSON500 = &dest
 
+	}
+
+	return response, nil
+}
+
+// ParseListBrandLinksResponse parses an HTTP response from a ListBrandLinksWithResponse call
+func ParseListBrandLinksResponse(rsp *http.Response) (*ListBrandLinksResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListBrandLinksResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest BrandLinkList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TypedError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListBrandLinksResponse200Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ListBrandLinksResponse400Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListBrandLinksResponse401Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ListBrandLinksResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers ListBrandLinksResponse404Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 413:
+		var headers ListBrandLinksResponse413Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListBrandLinksResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers ListBrandLinksResponse500Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateBrandLinkResponse parses an HTTP response from a CreateBrandLinkWithResponse call
+func ParseCreateBrandLinkResponse(rsp *http.Response) (*CreateBrandLinkResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateBrandLinkResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest BrandLinkResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TypedError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers CreateBrandLinkResponse201Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 400:
+		var headers CreateBrandLinkResponse400Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers CreateBrandLinkResponse401Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers CreateBrandLinkResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers CreateBrandLinkResponse404Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers CreateBrandLinkResponse409Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers CreateBrandLinkResponse413Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreateBrandLinkResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers CreateBrandLinkResponse500Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUpdateBrandLinkResponse parses an HTTP response from a UpdateBrandLinkWithResponse call
+func ParseUpdateBrandLinkResponse(rsp *http.Response) (*UpdateBrandLinkResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateBrandLinkResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest BrandLinkResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TypedError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers UpdateBrandLinkResponse200Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers UpdateBrandLinkResponse400Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers UpdateBrandLinkResponse401Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers UpdateBrandLinkResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers UpdateBrandLinkResponse404Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 413:
+		var headers UpdateBrandLinkResponse413Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers UpdateBrandLinkResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers UpdateBrandLinkResponse500Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers500 = &headers
 	}
 
 	return response, nil

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"strings"
+	"time"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
@@ -88,28 +89,7 @@ func (s *PartnerService) CreateLink(ctx context.Context, programID, partnerID in
 	}
 	now := s.db.now()
 	err = s.db.Transact(ctx, func(tx *sqlx.Tx) error {
-		if err := lockProgramKeyShare(ctx, tx, programID); err != nil {
-			return err
-		}
-		// The synthetic test partner is enrolled too, but its only link is
-		// the fixture's test link: a normal one would send it real clicks.
-		var enrolled, isTest bool
-		if err := tx.QueryRowContext(ctx, `
-			SELECT EXISTS (SELECT 1 FROM enrollments WHERE program_id = $1 AND partner_id = $2 AND status = 'active'),
-				COALESCE((SELECT is_test FROM partners WHERE id = $2), false)`,
-			programID, partnerID).Scan(&enrolled, &isTest); err != nil {
-			return err
-		}
-		if !enrolled {
-			return ledger.NewError(ledger.EInvalid, ledger.MsgPartnerID)
-		}
-		if isTest {
-			return ledger.NewError(ledger.EInvalid, ledger.MsgTestPartnerLink)
-		}
-		l, err = scanLink(tx.QueryRowContext(ctx, `
-			INSERT INTO links (program_id, partner_id, code, active, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $5)
-			RETURNING `+linkColumns, programID, partnerID, code, active, now))
+		l, err = insertLink(ctx, tx, programID, partnerID, code, active, now)
 		return err
 	})
 	if err != nil {
@@ -118,12 +98,50 @@ func (s *PartnerService) CreateLink(ctx context.Context, programID, partnerID in
 	return l, nil
 }
 
+// insertLink writes a referral link of a partner enrolled in the program:
+// the one link INSERT of the operator's and the brand's routes. The code
+// must already be valid (ledger.ValidLinkCode); a taken code fails on
+// links_code_key, which formatError turns into EConflict.
+func insertLink(ctx context.Context, tx *sqlx.Tx, programID, partnerID int64, code string, active bool, now time.Time) (*ledger.Link, error) {
+	if err := lockProgramKeyShare(ctx, tx, programID); err != nil {
+		return nil, err
+	}
+	// The synthetic test partner is enrolled too, but its only link is
+	// the fixture's test link: a normal one would send it real clicks.
+	var enrolled, isTest bool
+	if err := tx.QueryRowContext(ctx, `
+		SELECT EXISTS (SELECT 1 FROM enrollments WHERE program_id = $1 AND partner_id = $2 AND status = 'active'),
+			COALESCE((SELECT is_test FROM partners WHERE id = $2), false)`,
+		programID, partnerID).Scan(&enrolled, &isTest); err != nil {
+		return nil, err
+	}
+	if !enrolled {
+		return nil, ledger.NewError(ledger.EInvalid, ledger.MsgPartnerID)
+	}
+	if isTest {
+		return nil, ledger.NewError(ledger.EInvalid, ledger.MsgTestPartnerLink)
+	}
+	return scanLink(tx.QueryRowContext(ctx, `
+		INSERT INTO links (program_id, partner_id, code, active, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $5)
+		RETURNING `+linkColumns, programID, partnerID, code, active, now))
+}
+
 // SetLinkActive turns a referral link on or off.
 func (s *PartnerService) SetLinkActive(ctx context.Context, linkID int64, active bool) (l *ledger.Link, err error) {
 	defer wrap(&err, "postgres.SetLinkActive(%d)", linkID)
-	l, err = scanLink(s.db.QueryRowContext(ctx, `
-		UPDATE links SET active = $2, updated_at = $3 WHERE id = $1
-		RETURNING `+linkColumns, linkID, active, s.db.now()))
+	return updateLinkActive(ctx, s.db, linkID, nil, active, s.db.now())
+}
+
+// updateLinkActive sets a link's active flag: the one link UPDATE of the
+// operator's and the brand's routes. With programID set, only a normal
+// (not test) link of that program matches; the brand's routes reach no
+// other. Errors: ENotFound (link).
+func updateLinkActive(ctx context.Context, q sqlx.QueryerContext, linkID int64, programID *int64, active bool, now time.Time) (*ledger.Link, error) {
+	l, err := scanLink(q.QueryRowxContext(ctx, `
+		UPDATE links SET active = $2, updated_at = $3
+		WHERE id = $1 AND ($4::bigint IS NULL OR (program_id = $4 AND NOT is_test))
+		RETURNING `+linkColumns, linkID, active, now, programID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, notFound("link")
 	}

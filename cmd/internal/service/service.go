@@ -223,6 +223,7 @@ func (b *Backends) Edge(ctx context.Context) (*ingest.Server, error) {
 		Keys:          programs,
 		Accounts:      accounts,
 		Partners:      postgres.NewPartnerService(b.DB),
+		BrandLinks:    postgres.NewBrandLinkService(b.DB),
 		Leads:         leads,
 		Sales:         sales,
 		Refunds:       refunds,
