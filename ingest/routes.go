@@ -33,6 +33,7 @@ func (s *Server) routes() {
 
 	s.trackingRoutes()
 	s.dashboardRoutes()
+	s.programPartnerRoutes()
 	s.operatorRoutes()
 	s.agentRoutes()
 	s.cliRoutes()
