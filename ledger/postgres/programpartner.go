@@ -135,24 +135,27 @@ func (r *partnerRow) partner() (ledger.ProgramPartner, error) {
 	return p, nil
 }
 
-// ProgramPartners reads the page and the total in one query: the matching
-// enrollments (through enrollments_program_listing_idx, migration 00013)
-// are counted and cut to the page, and only the page's partners are
-// counted. An empty page still returns one row, with the total.
+// ProgramPartners reads the page and the total in one query: the page is
+// cut from the matching enrollments in the listing's order (walking
+// enrollments_program_listing_idx, migration 00013, rather than sorting
+// them all), the matching enrollments are counted apart, and only the
+// page's partners get their counts. An empty page still returns one row,
+// with the total.
 func (s *ProgramPartnerService) ProgramPartners(ctx context.Context, q ledger.ProgramPartnerQuery) (page *ledger.ProgramPartnerPage, err error) {
 	defer wrap(&err, "postgres.ProgramPartners(%d)", q.ProgramID)
 	where, args := partnerFilter(q)
 	args = append(args, q.PageSize, q.Offset())
 	rows, err := s.db.QueryContext(ctx, `
-		WITH matched AS (
+		WITH pg AS (
 			SELECT e.partner_id, e.status, e.created_at, p.name, p.email
 			FROM enrollments e JOIN partners p ON p.id = e.partner_id
 			WHERE `+where+`
-		), pg AS (
-			SELECT * FROM matched ORDER BY created_at DESC, partner_id DESC
+			ORDER BY e.created_at DESC, e.partner_id DESC
 			LIMIT $`+fmt.Sprint(len(args)-1)+` OFFSET $`+fmt.Sprint(len(args))+`
 		), total AS (
-			SELECT count(*) AS n FROM matched
+			SELECT count(*) AS n
+			FROM enrollments e JOIN partners p ON p.id = e.partner_id
+			WHERE `+where+`
 		)
 		SELECT total.n, pg.partner_id, pg.name, pg.email, pg.status, pg.created_at, prog.currency,`+partnerCounts+`
 		FROM total
