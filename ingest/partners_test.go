@@ -4,6 +4,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -246,5 +247,56 @@ func TestExportProgramPartnersCSV(t *testing.T) {
 	// "Bulk 10", "Bulk 100".."Bulk 109", "Bulk 1000".."Bulk 1003": 15.
 	if len(records) != 1+15 {
 		t.Fatalf("filtered export: %d records", len(records))
+	}
+}
+
+// TestProgramPartnersRateLimit: the list, its export and the one-partner
+// read share 120 a minute per dashboard token; another token counts apart.
+func TestProgramPartnersRateLimit(t *testing.T) {
+	b := setup(t)
+	w := MustWorld(t, b.app)
+	start := b.clock.Now().Truncate(time.Minute).Add(time.Second)
+	b.clock.Set(start)
+	paths := []string{partnersPath(w.programID, ""), partnersPath(w.programID, "format=csv"),
+		partnersPath(w.programID, "") + "/" + itoa(w.partnerID)}
+	for i := 1; i <= limitPartners; i++ {
+		r := do(t, b.app, req{"GET", paths[i%len(paths)], nil, bearer(w.ownerToken)})
+		if r.Status != 200 || r.Header.Get("X-RateLimit-Remaining") != strconv.Itoa(limitPartners-i) {
+			t.Fatalf("GET %d: %d %v", i, r.Status, r.Header)
+		}
+	}
+	for _, path := range paths {
+		r := do(t, b.app, req{"GET", path, nil, bearer(w.ownerToken)})
+		if r.Status != 429 || r.Body["error"].(map[string]any)["code"] != "rate_limited" {
+			t.Fatalf("GET %s over the limit: %d %s", path, r.Status, r.Raw)
+		}
+	}
+	tok := dashboardMemberToken(t, b, w, "member")
+	if r := do(t, b.app, req{"GET", paths[0], nil, bearer(tok)}); r.Status != 200 || r.Header.Get("X-RateLimit-Remaining") != strconv.Itoa(limitPartners-1) {
+		t.Fatalf("another token: %d %v", r.Status, r.Header)
+	}
+	b.clock.Set(start.Add(time.Minute))
+	if r := do(t, b.app, req{"GET", paths[0], nil, bearer(w.ownerToken)}); r.Status != 200 {
+		t.Fatalf("next minute: %d", r.Status)
+	}
+}
+
+func TestCSVText(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ in, want string }{
+		{"Ann", "Ann"},
+		{"", ""},
+		{"=1+1", "'=1+1"},
+		{"+33 6", "'+33 6"},
+		{"-x", "'-x"},
+		{"@SUM(A1)", "'@SUM(A1)"},
+		{"\tx", "'\tx"},
+		{"\rx", "'\rx"},
+		{"a=b", "a=b"},
+		{"'quoted", "'quoted"},
+	} {
+		if got := csvText(tc.in); got != tc.want {
+			t.Errorf("csvText(%q) = %q, want %q", tc.in, got, tc.want)
+		}
 	}
 }
