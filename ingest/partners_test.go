@@ -108,6 +108,8 @@ func TestListProgramPartners(t *testing.T) {
 			{"q name any case", "q=ZO%C3%89", []int64{zoe}},
 			{"q email", "q=%40partner.example", []int64{w.partnerID}},
 			{"q percent is literal", "q=%25", []int64{}},
+			{"q with SQL is text", "q=" + url.QueryEscape("'; DROP TABLE partners; --"), []int64{}},
+			{"q backslash", "q=%5C", []int64{}},
 			{"status active", "status=active", []int64{zoe, w.partnerID}},
 			{"status removed", "status=removed", []int64{}},
 			{"page 2 of 1-row pages", "pageSize=1&page=2", []int64{w.partnerID}},
@@ -138,6 +140,8 @@ func TestListProgramPartners(t *testing.T) {
 			{"pageSize=101", ledger.MsgEventPageSize},
 			{"status=suspended", ledger.MsgPartnerStatus},
 			{"q=" + strings.Repeat("a", 101), ledger.MsgPartnerSearch},
+			{"q=" + strings.Repeat("x", 4000), ledger.MsgPartnerSearch},
+			{"pageSize=99999999999999999999", ledger.MsgEventPageSize},
 			{"format=xml", ledger.MsgPartnerFormat},
 			{"format=csv&status=x", ledger.MsgPartnerStatus},
 		} {
