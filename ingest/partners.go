@@ -106,12 +106,18 @@ func (s *Server) getProgramPartner(c *fiber.Ctx) error {
 	return ok(c, fiber.StatusOK, m)
 }
 
-// exportProgramPartners streams every partner q matches as CSV, reading a
-// batch at a time while the response is written: memory stays bounded
-// whatever the program's size. The stream runs after the handler returns,
-// so it holds copies of what it needs and a context of its own; a read
-// that fails there ends the file early and is logged with the request id.
+// exportProgramPartners streams every partner q matches as CSV, a batch
+// at a time while the response is written: memory stays bounded whatever
+// the program's size. The first batch is read before the answer starts,
+// so a failing read is still an error answer; the later batches are read
+// by the stream, after the handler returns, with copies of what it needs
+// and a context of its own. A later read that fails ends the file early
+// and is logged with the request id.
 func (s *Server) exportProgramPartners(c *fiber.Ctx, q ledger.ProgramPartnerQuery) error {
+	first, err := s.svc.ProgramPartners.ProgramPartnerBatch(c.UserContext(), q, nil)
+	if err != nil {
+		return err
+	}
 	q.Status, q.Search = strings.Clone(q.Status), strings.Clone(q.Search)
 	reqID := requestID(c)
 	c.Set(fiber.HeaderContentType, "text/csv; charset=utf-8")
@@ -119,29 +125,43 @@ func (s *Server) exportProgramPartners(c *fiber.Ctx, q ledger.ProgramPartnerQuer
 	c.Context().SetBodyStreamWriter(func(bw *bufio.Writer) {
 		ctx, cancel := context.WithTimeout(context.Background(), partnerExportTimeout)
 		defer cancel()
-		w := csv.NewWriter(bw)
-		if err := w.Write(partnerCSVHeader); err != nil {
-			return
-		}
-		err := s.svc.ProgramPartners.EachProgramPartner(ctx, q, func(p *ledger.ProgramPartner) error {
-			if err := w.Write(partnerCSVRow(p)); err != nil {
-				return err
-			}
-			w.Flush()
-			if err := w.Error(); err != nil {
-				return err
-			}
-			return nil
-		})
-		w.Flush()
-		if err == nil {
-			err = bw.Flush()
-		}
-		if err != nil && s.logger != nil {
+		if err := s.writePartnerCSV(ctx, bw, q, first); err != nil && s.logger != nil {
 			s.logger.Error("partner CSV export ended early", "program_id", q.ProgramID, "request_id", reqID, "err", err)
 		}
 	})
 	return nil
+}
+
+// writePartnerCSV writes the header, the batch it was given and every
+// later batch, flushing after each so the client receives them as they
+// are read.
+func (s *Server) writePartnerCSV(ctx context.Context, bw *bufio.Writer, q ledger.ProgramPartnerQuery, batch []ledger.ProgramPartner) error {
+	w := csv.NewWriter(bw)
+	if err := w.Write(partnerCSVHeader); err != nil {
+		return err
+	}
+	for {
+		for i := range batch {
+			if err := w.Write(partnerCSVRow(&batch[i])); err != nil {
+				return err
+			}
+		}
+		w.Flush()
+		if err := w.Error(); err != nil {
+			return err
+		}
+		if err := bw.Flush(); err != nil {
+			return err
+		}
+		if len(batch) < ledger.PartnerExportBatch {
+			return nil
+		}
+		next, err := s.svc.ProgramPartners.ProgramPartnerBatch(ctx, q, &batch[len(batch)-1])
+		if err != nil {
+			return err
+		}
+		batch = next
+	}
 }
 
 // programPartnerJSON renders a listed partner. Money is in major units as

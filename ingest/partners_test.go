@@ -1,8 +1,10 @@
 package ingest
 
 import (
+	"context"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"net/url"
 	"strconv"
 	"strings"
@@ -302,5 +304,28 @@ func TestCSVText(t *testing.T) {
 		if got := csvText(tc.in); got != tc.want {
 			t.Errorf("csvText(%q) = %q, want %q", tc.in, got, tc.want)
 		}
+	}
+}
+
+// failingBatches is the partner service whose export batches fail.
+type failingBatches struct{ ledger.ProgramPartnerService }
+
+func (failingBatches) ProgramPartnerBatch(context.Context, ledger.ProgramPartnerQuery, *ledger.ProgramPartner) ([]ledger.ProgramPartner, error) {
+	return nil, errors.New("connection refused")
+}
+
+// TestExportProgramPartnersFirstBatchFails: the first batch is read before
+// the answer starts, so its failure is a 500 in the platform envelope,
+// not an empty CSV.
+func TestExportProgramPartnersFirstBatchFails(t *testing.T) {
+	b := setup(t)
+	w := MustWorld(t, b.app)
+	app := newTestServer(b.db, b.clock, func(svc *Services, _ *Options) {
+		svc.ProgramPartners = failingBatches{svc.ProgramPartners}
+	}).App()
+	r := do(t, app, req{"GET", partnersPath(w.programID, "format=csv"), nil, bearer(w.ownerToken)})
+	assertPlatformError(t, r, 500, "InternalServerError", "Internal server error", "")
+	if strings.HasPrefix(r.Header.Get("Content-Type"), "text/csv") || r.Header.Get("Content-Disposition") != "" {
+		t.Fatalf("headers = %v", r.Header)
 	}
 }

@@ -153,10 +153,11 @@ type ProgramPartnerService interface {
 	// enrollment first (partner id breaks ties), with the total that
 	// match, in one query. The synthetic test partner is never listed.
 	ProgramPartners(ctx context.Context, q ProgramPartnerQuery) (*ProgramPartnerPage, error)
-	// EachProgramPartner calls fn with every partner q matches (its Page
-	// and PageSize are ignored) in the listing's order, reading
-	// PartnerExportBatch partners per query; an error of fn stops it.
-	EachProgramPartner(ctx context.Context, q ProgramPartnerQuery, fn func(*ProgramPartner) error) error
+	// ProgramPartnerBatch returns, in one query, up to PartnerExportBatch
+	// partners q matches (its Page and PageSize are ignored) in the
+	// listing's order, starting after the partner after (nil: from the
+	// first). A batch shorter than PartnerExportBatch is the last.
+	ProgramPartnerBatch(ctx context.Context, q ProgramPartnerQuery, after *ProgramPartner) ([]ProgramPartner, error)
 	// ProgramPartner returns one partner of the program with its links
 	// there. Errors: ENotFound (the partner is not enrolled in it).
 	ProgramPartner(ctx context.Context, programID, partnerID int64) (*ProgramPartnerDetail, error)

@@ -185,33 +185,12 @@ func (s *ProgramPartnerService) ProgramPartners(ctx context.Context, q ledger.Pr
 	return page, rows.Err()
 }
 
-// EachProgramPartner walks the matching partners in batches of
-// ledger.PartnerExportBatch, each batch one query of the listing's shape
-// that starts after the last partner of the previous one (keyset on
-// created_at, partner_id), so no batch rereads what came before.
-func (s *ProgramPartnerService) EachProgramPartner(ctx context.Context, q ledger.ProgramPartnerQuery, fn func(*ledger.ProgramPartner) error) (err error) {
-	defer wrap(&err, "postgres.EachProgramPartner(%d)", q.ProgramID)
-	var after *ledger.ProgramPartner
-	for {
-		batch, err := s.batch(ctx, q, after)
-		if err != nil {
-			return err
-		}
-		for i := range batch {
-			if err := fn(&batch[i]); err != nil {
-				return err
-			}
-		}
-		if len(batch) < ledger.PartnerExportBatch {
-			return nil
-		}
-		after = &batch[len(batch)-1]
-	}
-}
-
-// batch reads the next ledger.PartnerExportBatch partners after after (nil:
-// from the start).
-func (s *ProgramPartnerService) batch(ctx context.Context, q ledger.ProgramPartnerQuery, after *ledger.ProgramPartner) ([]ledger.ProgramPartner, error) {
+// ProgramPartnerBatch reads the next ledger.PartnerExportBatch partners
+// after after (nil: from the start) with a query of the listing's shape
+// that starts past the previous batch (keyset on created_at, partner_id),
+// so no batch rereads what came before.
+func (s *ProgramPartnerService) ProgramPartnerBatch(ctx context.Context, q ledger.ProgramPartnerQuery, after *ledger.ProgramPartner) (out []ledger.ProgramPartner, err error) {
+	defer wrap(&err, "postgres.ProgramPartnerBatch(%d)", q.ProgramID)
 	where, args := partnerFilter(q)
 	if after != nil {
 		args = append(args, after.JoinedAt, after.PartnerID)
@@ -234,7 +213,7 @@ func (s *ProgramPartnerService) batch(ctx context.Context, q ledger.ProgramPartn
 		return nil, err
 	}
 	defer rows.Close()
-	var out []ledger.ProgramPartner
+	out = []ledger.ProgramPartner{}
 	for rows.Next() {
 		var r partnerRow
 		if err := r.scan(rows); err != nil {

@@ -261,9 +261,9 @@ func TestProgramPartners(t *testing.T) {
 	})
 }
 
-// TestEachProgramPartner walks more partners than two batches hold: every
+// TestProgramPartnerBatch walks more partners than two batches hold: every
 // partner once, in the listing's order, with enrollments sharing a time.
-func TestEachProgramPartner(t *testing.T) {
+func TestProgramPartnerBatch(t *testing.T) {
 	b := setupLedger(t, "0")
 	ctx := context.Background()
 	w := b.MustWorld(t, programInput("percent", "10", "USD", 0, 30))
@@ -279,13 +279,30 @@ func TestEachProgramPartner(t *testing.T) {
 		t.Fatal(err)
 	}
 	q, _ := ledger.ProgramPartnerQueryInput{}.Validate(w.program.ID)
-	var got []*ledger.ProgramPartner
-	err := postgres.NewProgramPartnerService(b.db.DB).EachProgramPartner(ctx, q, func(p *ledger.ProgramPartner) error {
-		got = append(got, p)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
+	svc := postgres.NewProgramPartnerService(b.db.DB)
+	// walk reads every batch of q and returns the partners and the batches.
+	walk := func(q ledger.ProgramPartnerQuery) ([]ledger.ProgramPartner, int) {
+		t.Helper()
+		var all []ledger.ProgramPartner
+		var after *ledger.ProgramPartner
+		for batches := 1; ; batches++ {
+			batch, err := svc.ProgramPartnerBatch(ctx, q, after)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(batch) > ledger.PartnerExportBatch {
+				t.Fatalf("batch of %d", len(batch))
+			}
+			all = append(all, batch...)
+			if len(batch) < ledger.PartnerExportBatch {
+				return all, batches
+			}
+			after = &all[len(all)-1]
+		}
+	}
+	got, batches := walk(q)
+	if batches != 3 {
+		t.Fatalf("%d batches, want 3", batches)
 	}
 	if len(got) != n+1 {
 		t.Fatalf("walked %d partners, want %d", len(got), n+1)
@@ -304,13 +321,8 @@ func TestEachProgramPartner(t *testing.T) {
 		}
 	}
 	qf, _ := ledger.ProgramPartnerQueryInput{Q: ledger.Some("bulk 1")}.Validate(w.program.ID)
-	count := 0
-	if err := postgres.NewProgramPartnerService(b.db.DB).EachProgramPartner(ctx, qf, func(*ledger.ProgramPartner) error {
-		count++
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	filtered, _ := walk(qf)
+	count := len(filtered)
 	// "Bulk 1", "Bulk 10".."Bulk 19", "Bulk 100".."Bulk 199", "Bulk 1000"..: 1+10+100+8.
 	if want := b.count(t, `SELECT count(*) FROM partners WHERE name LIKE 'Bulk 1%'`); count != want || count != 119 {
 		t.Fatalf("filtered walk = %d, want %d", count, want)
