@@ -94,6 +94,8 @@ func newTestServerConfig(db *pgtest.DB, clock *fakeClock, config func(*Config), 
 		Webhooks:      postgres.NewWebhookService(db.DB, &notify.Guard{}),
 		Agents:        postgres.NewAgentService(db.DB),
 		Processor:     postgres.NewProcessorService(db.DB, postgres.ProcessorOptions{Logger: logger}),
+
+		ProgramPartners: postgres.NewProgramPartnerService(db.DB),
 	}
 	opts := Options{
 		Logger:  logger,

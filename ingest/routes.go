@@ -34,6 +34,7 @@ func (s *Server) routes() {
 	s.trackingRoutes()
 	s.dashboardRoutes()
 	s.brandLinkRoutes()
+	s.programPartnerRoutes()
 	s.operatorRoutes()
 	s.agentRoutes()
 	s.cliRoutes()

@@ -75,6 +75,9 @@ type Services struct {
 	Webhooks  ledger.WebhookService // the brand's outbound webhook endpoints
 	Agents    ledger.AgentService   // agent keys and their workspaces' programs
 	Processor ledger.ProcessorInbox // payment-processor webhooks
+
+	// ProgramPartners reads a program's partners for the brand.
+	ProgramPartners ledger.ProgramPartnerService
 }
 
 // Check is a readiness probe of one dependency.

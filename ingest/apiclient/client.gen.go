@@ -1516,6 +1516,84 @@ func (e ProgramMeSourcesResponseDataGroupBy) Valid() bool {
 	}
 }
 
+// Defines values for ProgramPartnerCurrency.
+const (
+	ProgramPartnerCurrencyEUR ProgramPartnerCurrency = "EUR"
+	ProgramPartnerCurrencyUSD ProgramPartnerCurrency = "USD"
+	ProgramPartnerCurrencyVND ProgramPartnerCurrency = "VND"
+)
+
+// Valid indicates whether the value is a known member of the ProgramPartnerCurrency enum.
+func (e ProgramPartnerCurrency) Valid() bool {
+	switch e {
+	case ProgramPartnerCurrencyEUR:
+		return true
+	case ProgramPartnerCurrencyUSD:
+		return true
+	case ProgramPartnerCurrencyVND:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ProgramPartnerStatus.
+const (
+	ProgramPartnerStatusActive  ProgramPartnerStatus = "active"
+	ProgramPartnerStatusRemoved ProgramPartnerStatus = "removed"
+)
+
+// Valid indicates whether the value is a known member of the ProgramPartnerStatus enum.
+func (e ProgramPartnerStatus) Valid() bool {
+	switch e {
+	case ProgramPartnerStatusActive:
+		return true
+	case ProgramPartnerStatusRemoved:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ProgramPartnerDetailCurrency.
+const (
+	ProgramPartnerDetailCurrencyEUR ProgramPartnerDetailCurrency = "EUR"
+	ProgramPartnerDetailCurrencyUSD ProgramPartnerDetailCurrency = "USD"
+	ProgramPartnerDetailCurrencyVND ProgramPartnerDetailCurrency = "VND"
+)
+
+// Valid indicates whether the value is a known member of the ProgramPartnerDetailCurrency enum.
+func (e ProgramPartnerDetailCurrency) Valid() bool {
+	switch e {
+	case ProgramPartnerDetailCurrencyEUR:
+		return true
+	case ProgramPartnerDetailCurrencyUSD:
+		return true
+	case ProgramPartnerDetailCurrencyVND:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ProgramPartnerDetailStatus.
+const (
+	ProgramPartnerDetailStatusActive  ProgramPartnerDetailStatus = "active"
+	ProgramPartnerDetailStatusRemoved ProgramPartnerDetailStatus = "removed"
+)
+
+// Valid indicates whether the value is a known member of the ProgramPartnerDetailStatus enum.
+func (e ProgramPartnerDetailStatus) Valid() bool {
+	switch e {
+	case ProgramPartnerDetailStatusActive:
+		return true
+	case ProgramPartnerDetailStatusRemoved:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for TrackKeyedErrorErrorCode.
 const (
 	TrackKeyedErrorErrorCodeDuplicateTransaction TrackKeyedErrorErrorCode = "duplicate_transaction"
@@ -1660,6 +1738,42 @@ func (e ListBrandLinksParamsStatus) Valid() bool {
 	case ListBrandLinksParamsStatusActive:
 		return true
 	case ListBrandLinksParamsStatusDisabled:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListProgramPartnersParamsStatus.
+const (
+	ListProgramPartnersParamsStatusActive  ListProgramPartnersParamsStatus = "active"
+	ListProgramPartnersParamsStatusRemoved ListProgramPartnersParamsStatus = "removed"
+)
+
+// Valid indicates whether the value is a known member of the ListProgramPartnersParamsStatus enum.
+func (e ListProgramPartnersParamsStatus) Valid() bool {
+	switch e {
+	case ListProgramPartnersParamsStatusActive:
+		return true
+	case ListProgramPartnersParamsStatusRemoved:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListProgramPartnersParamsFormat.
+const (
+	Csv  ListProgramPartnersParamsFormat = "csv"
+	Json ListProgramPartnersParamsFormat = "json"
+)
+
+// Valid indicates whether the value is a known member of the ListProgramPartnersParamsFormat enum.
+func (e ListProgramPartnersParamsFormat) Valid() bool {
+	switch e {
+	case Csv:
+		return true
+	case Json:
 		return true
 	default:
 		return false
@@ -2911,6 +3025,140 @@ type ProgramMeSourcesResponse struct {
 // ProgramMeSourcesResponseDataGroupBy defines model for ProgramMeSourcesResponse.Data.GroupBy.
 type ProgramMeSourcesResponseDataGroupBy string
 
+// ProgramPartner A partner of the program with its real events and money in this program.
+type ProgramPartner struct {
+	// Balance The partner's balance in the program's currency (a partner's balance in a currency is shared by its programs in that currency).
+	Balance float32 `json:"balance"`
+
+	// Clicks Real clicks on the partner's links in the program.
+	Clicks int `json:"clicks"`
+
+	// Commissions Commission amounts by status in one currency (reversed and refunded commissions pay nothing and are left out).
+	Commissions ProgramPartnerCommissions `json:"commissions"`
+
+	// CommissionsByCurrency Commissions per currency (every currency with a pending, approved or paid commission).
+	CommissionsByCurrency map[string]ProgramPartnerCommissions `json:"commissions_by_currency"`
+
+	// Conversions Real sales (refunded ones included).
+	Conversions int `json:"conversions"`
+
+	// Currency The program's currency: the currency of revenue, commissions and balance.
+	Currency ProgramPartnerCurrency `json:"currency"`
+	Email    string                 `json:"email"`
+
+	// Id The partner id.
+	Id int64 `json:"id"`
+
+	// JoinedAt When the partner was enrolled in the program.
+	JoinedAt time.Time `json:"joined_at"`
+
+	// Leads Settled real leads.
+	Leads int    `json:"leads"`
+	Name  string `json:"name"`
+
+	// Revenue An amount in major units of its currency, exact (12.05 is 1205 cents).
+	Revenue ProgramPartnerMoney `json:"revenue"`
+
+	// RevenueByCurrency Sales less refunds per currency (every currency with a sale).
+	RevenueByCurrency map[string]ProgramPartnerMoney `json:"revenue_by_currency"`
+
+	// Status The enrollment's status.
+	Status ProgramPartnerStatus `json:"status"`
+}
+
+// ProgramPartnerCurrency The program's currency: the currency of revenue, commissions and balance.
+type ProgramPartnerCurrency string
+
+// ProgramPartnerStatus The enrollment's status.
+type ProgramPartnerStatus string
+
+// ProgramPartnerCommissions Commission amounts by status in one currency (reversed and refunded commissions pay nothing and are left out).
+type ProgramPartnerCommissions struct {
+	// Approved An amount in major units of its currency, exact (12.05 is 1205 cents).
+	Approved ProgramPartnerMoney `json:"approved"`
+
+	// Paid An amount in major units of its currency, exact (12.05 is 1205 cents).
+	Paid ProgramPartnerMoney `json:"paid"`
+
+	// Pending An amount in major units of its currency, exact (12.05 is 1205 cents).
+	Pending ProgramPartnerMoney `json:"pending"`
+}
+
+// ProgramPartnerDetail defines model for ProgramPartnerDetail.
+type ProgramPartnerDetail struct {
+	// Balance The partner's balance in the program's currency (a partner's balance in a currency is shared by its programs in that currency).
+	Balance float32 `json:"balance"`
+
+	// Clicks Real clicks on the partner's links in the program.
+	Clicks int `json:"clicks"`
+
+	// Commissions Commission amounts by status in one currency (reversed and refunded commissions pay nothing and are left out).
+	Commissions ProgramPartnerCommissions `json:"commissions"`
+
+	// CommissionsByCurrency Commissions per currency (every currency with a pending, approved or paid commission).
+	CommissionsByCurrency map[string]ProgramPartnerCommissions `json:"commissions_by_currency"`
+
+	// Conversions Real sales (refunded ones included).
+	Conversions int `json:"conversions"`
+
+	// Currency The program's currency: the currency of revenue, commissions and balance.
+	Currency ProgramPartnerDetailCurrency `json:"currency"`
+	Email    string                       `json:"email"`
+
+	// Id The partner id.
+	Id int64 `json:"id"`
+
+	// JoinedAt When the partner was enrolled in the program.
+	JoinedAt time.Time `json:"joined_at"`
+
+	// Leads Settled real leads.
+	Leads int `json:"leads"`
+	Links []struct {
+		Active bool   `json:"active"`
+		Code   string `json:"code"`
+		Id     int64  `json:"id"`
+	} `json:"links"`
+	Name string `json:"name"`
+
+	// Revenue An amount in major units of its currency, exact (12.05 is 1205 cents).
+	Revenue ProgramPartnerMoney `json:"revenue"`
+
+	// RevenueByCurrency Sales less refunds per currency (every currency with a sale).
+	RevenueByCurrency map[string]ProgramPartnerMoney `json:"revenue_by_currency"`
+
+	// Status The enrollment's status.
+	Status ProgramPartnerDetailStatus `json:"status"`
+}
+
+// ProgramPartnerDetailCurrency The program's currency: the currency of revenue, commissions and balance.
+type ProgramPartnerDetailCurrency string
+
+// ProgramPartnerDetailStatus The enrollment's status.
+type ProgramPartnerDetailStatus string
+
+// ProgramPartnerDetailResponse defines model for ProgramPartnerDetailResponse.
+type ProgramPartnerDetailResponse struct {
+	Data ProgramPartnerDetail `json:"data"`
+}
+
+// ProgramPartnerList defines model for ProgramPartnerList.
+type ProgramPartnerList struct {
+	Data []ProgramPartner `json:"data"`
+	Meta struct {
+		Pagination struct {
+			Page      int `json:"page"`
+			PageCount int `json:"pageCount"`
+			PageSize  int `json:"pageSize"`
+
+			// Total Partners matching the filters.
+			Total int `json:"total"`
+		} `json:"pagination"`
+	} `json:"meta"`
+}
+
+// ProgramPartnerMoney An amount in major units of its currency, exact (12.05 is 1205 cents).
+type ProgramPartnerMoney = float32
+
 // RateLimitError Over a rate limit (typed envelope, code `rate_limited`); nothing was recorded.
 type RateLimitError struct {
 	Error struct {
@@ -3612,6 +3860,30 @@ type ListBrandLinksParams struct {
 
 // ListBrandLinksParamsStatus defines parameters for ListBrandLinks.
 type ListBrandLinksParamsStatus string
+
+// ListProgramPartnersParams defines parameters for ListProgramPartners.
+type ListProgramPartnersParams struct {
+	// Page 1-indexed page (empty is absent).
+	Page *int `form:"page,omitempty" json:"page,omitempty"`
+
+	// PageSize Partners per page (empty is absent).
+	PageSize *int `form:"pageSize,omitempty" json:"pageSize,omitempty"`
+
+	// Status The enrollment status (empty is every status).
+	Status *ListProgramPartnersParamsStatus `form:"status,omitempty" json:"status,omitempty"`
+
+	// Q Case-insensitive substring of the partner's name or email, at most 100 characters (`%` and `_` mean themselves).
+	Q *string `form:"q,omitempty" json:"q,omitempty"`
+
+	// Format `json` (the default) or `csv`.
+	Format *ListProgramPartnersParamsFormat `form:"format,omitempty" json:"format,omitempty"`
+}
+
+// ListProgramPartnersParamsStatus defines parameters for ListProgramPartners.
+type ListProgramPartnersParamsStatus string
+
+// ListProgramPartnersParamsFormat defines parameters for ListProgramPartners.
+type ListProgramPartnersParamsFormat string
 
 // PreflightTrackClickParams defines parameters for PreflightTrackClick.
 type PreflightTrackClickParams struct {
@@ -5653,6 +5925,36 @@ type ClientInterface interface {
 	// Corresponds with GET /api/v1/programs/{id}/notifications (the `ListProgramNotifications` operationId).
 	ListProgramNotifications(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListProgramPartners List a program's partners with their counts and money
+	//
+	// The program's partners, newest enrollment first (partner id breaks
+	// ties), each with its real clicks, settled leads, conversions
+	// (sales), revenue (sales less refunds), commissions pending,
+	// approved and paid, and balance, counted in this program only (no
+	// test events, no synthetic chain). Money is in major units:
+	// `revenue`, `commissions` and `balance` in the program's currency;
+	// `revenue_by_currency` and `commissions_by_currency` hold every
+	// currency the partner's sales and commissions were in. With
+	// `format=csv` the answer is every matching partner as CSV
+	// (`text/csv`, a header row, streamed in batches; `page` and
+	// `pageSize` are ignored). Any member of the program's workspace
+	// (`partners:read`). 120 requests a minute per dashboard token
+	// (bucket `partners`, shared with the one-partner read).
+	//
+	// Corresponds with GET /api/v1/programs/{id}/partners (the `ListProgramPartners` operationId).
+	ListProgramPartners(ctx context.Context, id int64, params *ListProgramPartnersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetProgramPartner Read one partner of a program, with its links there
+	//
+	// The partner as the listing renders it, plus its referral links in
+	// the program (`id`, `code`, `active`). 404 when the partner is not
+	// enrolled in the program. Any member of the program's workspace
+	// (`partners:read`); counted in the `partners` bucket with the
+	// listing.
+	//
+	// Corresponds with GET /api/v1/programs/{id}/partners/{partnerId} (the `GetProgramPartner` operationId).
+	GetProgramPartner(ctx context.Context, id int64, partnerId int64, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetProgramSettings Read a program's settings
 	//
 	// Every program field (the key only masked) and whether a processor
@@ -7351,6 +7653,56 @@ func (c *Client) UpdateBrandLink(ctx context.Context, id int64, linkId int64, bo
 // Corresponds with GET /api/v1/programs/{id}/notifications (the `ListProgramNotifications` operationId).
 func (c *Client) ListProgramNotifications(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListProgramNotificationsRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListProgramPartners List a program's partners with their counts and money
+//
+// The program's partners, newest enrollment first (partner id breaks
+// ties), each with its real clicks, settled leads, conversions
+// (sales), revenue (sales less refunds), commissions pending,
+// approved and paid, and balance, counted in this program only (no
+// test events, no synthetic chain). Money is in major units:
+// `revenue`, `commissions` and `balance` in the program's currency;
+// `revenue_by_currency` and `commissions_by_currency` hold every
+// currency the partner's sales and commissions were in. With
+// `format=csv` the answer is every matching partner as CSV
+// (`text/csv`, a header row, streamed in batches; `page` and
+// `pageSize` are ignored). Any member of the program's workspace
+// (`partners:read`). 120 requests a minute per dashboard token
+// (bucket `partners`, shared with the one-partner read).
+//
+// Corresponds with GET /api/v1/programs/{id}/partners (the `ListProgramPartners` operationId).
+func (c *Client) ListProgramPartners(ctx context.Context, id int64, params *ListProgramPartnersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListProgramPartnersRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetProgramPartner Read one partner of a program, with its links there
+//
+// The partner as the listing renders it, plus its referral links in
+// the program (`id`, `code`, `active`). 404 when the partner is not
+// enrolled in the program. Any member of the program's workspace
+// (`partners:read`); counted in the `partners` bucket with the
+// listing.
+//
+// Corresponds with GET /api/v1/programs/{id}/partners/{partnerId} (the `GetProgramPartner` operationId).
+func (c *Client) GetProgramPartner(ctx context.Context, id int64, partnerId int64, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetProgramPartnerRequest(c.Server, id, partnerId)
 	if err != nil {
 		return nil, err
 	}
@@ -10132,6 +10484,156 @@ func NewListProgramNotificationsRequest(server string, id int64) (*http.Request,
 	return req, nil
 }
 
+// NewListProgramPartnersRequest constructs an http.Request for the ListProgramPartners method
+func NewListProgramPartnersRequest(server string, id int64, params *ListProgramPartnersParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/programs/%s/partners", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Page != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page", *params.Page, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.PageSize != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "pageSize", *params.PageSize, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Status != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "status", *params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Q != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "q", *params.Q, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Format != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "format", *params.Format, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetProgramPartnerRequest constructs an http.Request for the GetProgramPartner method
+func NewGetProgramPartnerRequest(server string, id int64, partnerId int64) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "partnerId", partnerId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/programs/%s/partners/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewGetProgramSettingsRequest constructs an http.Request for the GetProgramSettings method
 func NewGetProgramSettingsRequest(server string, id int64) (*http.Request, error) {
 	var err error
@@ -11960,6 +12462,40 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /api/v1/programs/{id}/notifications (the `ListProgramNotifications` operationId).
 	ListProgramNotificationsWithResponse(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*ListProgramNotificationsResponse, error)
+
+	// ListProgramPartnersWithResponse List a program's partners with their counts and money
+	//
+	// The program's partners, newest enrollment first (partner id breaks
+	// ties), each with its real clicks, settled leads, conversions
+	// (sales), revenue (sales less refunds), commissions pending,
+	// approved and paid, and balance, counted in this program only (no
+	// test events, no synthetic chain). Money is in major units:
+	// `revenue`, `commissions` and `balance` in the program's currency;
+	// `revenue_by_currency` and `commissions_by_currency` hold every
+	// currency the partner's sales and commissions were in. With
+	// `format=csv` the answer is every matching partner as CSV
+	// (`text/csv`, a header row, streamed in batches; `page` and
+	// `pageSize` are ignored). Any member of the program's workspace
+	// (`partners:read`). 120 requests a minute per dashboard token
+	// (bucket `partners`, shared with the one-partner read).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/programs/{id}/partners (the `ListProgramPartners` operationId).
+	ListProgramPartnersWithResponse(ctx context.Context, id int64, params *ListProgramPartnersParams, reqEditors ...RequestEditorFn) (*ListProgramPartnersResponse, error)
+
+	// GetProgramPartnerWithResponse Read one partner of a program, with its links there
+	//
+	// The partner as the listing renders it, plus its referral links in
+	// the program (`id`, `code`, `active`). 404 when the partner is not
+	// enrolled in the program. Any member of the program's workspace
+	// (`partners:read`); counted in the `partners` bucket with the
+	// listing.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/programs/{id}/partners/{partnerId} (the `GetProgramPartner` operationId).
+	GetProgramPartnerWithResponse(ctx context.Context, id int64, partnerId int64, reqEditors ...RequestEditorFn) (*GetProgramPartnerResponse, error)
 
 	// GetProgramSettingsWithResponse Read a program's settings
 	//
@@ -17283,6 +17819,355 @@ func (r ListProgramNotificationsResponse) ContentType() string {
 	return ""
 }
 
+// ListProgramPartnersResponse200Headers the declared response headers of an HTTP 200 response for ListProgramPartners
+type ListProgramPartnersResponse200Headers struct {
+	ContentDisposition  *string
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          string
+}
+
+// ListProgramPartnersResponse400Headers the declared response headers of an HTTP 400 response for ListProgramPartners
+type ListProgramPartnersResponse400Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          string
+}
+
+// ListProgramPartnersResponse401Headers the declared response headers of an HTTP 401 response for ListProgramPartners
+type ListProgramPartnersResponse401Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// ListProgramPartnersResponse403Headers the declared response headers of an HTTP 403 response for ListProgramPartners
+type ListProgramPartnersResponse403Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// ListProgramPartnersResponse404Headers the declared response headers of an HTTP 404 response for ListProgramPartners
+type ListProgramPartnersResponse404Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// ListProgramPartnersResponse413Headers the declared response headers of an HTTP 413 response for ListProgramPartners
+type ListProgramPartnersResponse413Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// ListProgramPartnersResponse429Headers the declared response headers of an HTTP 429 response for ListProgramPartners
+type ListProgramPartnersResponse429Headers struct {
+	RetryAfter          *int
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// ListProgramPartnersResponse500Headers the declared response headers of an HTTP 500 response for ListProgramPartners
+type ListProgramPartnersResponse500Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+type ListProgramPartnersResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ProgramPartnerList
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *PlatformError
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PlatformError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *PlatformError
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TypedError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *PlatformError
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *PlatformError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListProgramPartnersResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ListProgramPartnersResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListProgramPartnersResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ListProgramPartnersResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *ListProgramPartnersResponse404Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *ListProgramPartnersResponse413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListProgramPartnersResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ListProgramPartnersResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListProgramPartnersResponse) GetJSON200() *ProgramPartnerList {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListProgramPartnersResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListProgramPartnersResponse) GetJSON401() *PlatformError {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListProgramPartnersResponse) GetJSON403() *PlatformError {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ListProgramPartnersResponse) GetJSON404() *PlatformError {
+	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r ListProgramPartnersResponse) GetJSON408() *PlatformError {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r ListProgramPartnersResponse) GetJSON413() *TypedError {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListProgramPartnersResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r ListProgramPartnersResponse) GetJSON431() *PlatformError {
+	return r.JSON431
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListProgramPartnersResponse) GetJSON500() *PlatformError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ListProgramPartnersResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListProgramPartnersResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListProgramPartnersResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListProgramPartnersResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetProgramPartnerResponse200Headers the declared response headers of an HTTP 200 response for GetProgramPartner
+type GetProgramPartnerResponse200Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          string
+}
+
+// GetProgramPartnerResponse401Headers the declared response headers of an HTTP 401 response for GetProgramPartner
+type GetProgramPartnerResponse401Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// GetProgramPartnerResponse403Headers the declared response headers of an HTTP 403 response for GetProgramPartner
+type GetProgramPartnerResponse403Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// GetProgramPartnerResponse404Headers the declared response headers of an HTTP 404 response for GetProgramPartner
+type GetProgramPartnerResponse404Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// GetProgramPartnerResponse413Headers the declared response headers of an HTTP 413 response for GetProgramPartner
+type GetProgramPartnerResponse413Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// GetProgramPartnerResponse429Headers the declared response headers of an HTTP 429 response for GetProgramPartner
+type GetProgramPartnerResponse429Headers struct {
+	RetryAfter          *int
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// GetProgramPartnerResponse500Headers the declared response headers of an HTTP 500 response for GetProgramPartner
+type GetProgramPartnerResponse500Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+type GetProgramPartnerResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ProgramPartnerDetailResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *PlatformError
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PlatformError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *PlatformError
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TypedError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *PlatformError
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *PlatformError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetProgramPartnerResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetProgramPartnerResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GetProgramPartnerResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *GetProgramPartnerResponse404Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *GetProgramPartnerResponse413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetProgramPartnerResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetProgramPartnerResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetProgramPartnerResponse) GetJSON200() *ProgramPartnerDetailResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetProgramPartnerResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetProgramPartnerResponse) GetJSON401() *PlatformError {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetProgramPartnerResponse) GetJSON403() *PlatformError {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetProgramPartnerResponse) GetJSON404() *PlatformError {
+	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r GetProgramPartnerResponse) GetJSON408() *PlatformError {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r GetProgramPartnerResponse) GetJSON413() *TypedError {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetProgramPartnerResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r GetProgramPartnerResponse) GetJSON431() *PlatformError {
+	return r.JSON431
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetProgramPartnerResponse) GetJSON500() *PlatformError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetProgramPartnerResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetProgramPartnerResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetProgramPartnerResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetProgramPartnerResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetProgramSettingsResponse200Headers the declared response headers of an HTTP 200 response for GetProgramSettings
 type GetProgramSettingsResponse200Headers struct {
 	XRateLimitLimit     *int
@@ -21182,6 +22067,52 @@ func (c *ClientWithResponses) ListProgramNotificationsWithResponse(ctx context.C
 		return nil, err
 	}
 	return ParseListProgramNotificationsResponse(rsp)
+}
+
+// ListProgramPartnersWithResponse List a program's partners with their counts and money
+//
+// The program's partners, newest enrollment first (partner id breaks
+// ties), each with its real clicks, settled leads, conversions
+// (sales), revenue (sales less refunds), commissions pending,
+// approved and paid, and balance, counted in this program only (no
+// test events, no synthetic chain). Money is in major units:
+// `revenue`, `commissions` and `balance` in the program's currency;
+// `revenue_by_currency` and `commissions_by_currency` hold every
+// currency the partner's sales and commissions were in. With
+// `format=csv` the answer is every matching partner as CSV
+// (`text/csv`, a header row, streamed in batches; `page` and
+// `pageSize` are ignored). Any member of the program's workspace
+// (`partners:read`). 120 requests a minute per dashboard token
+// (bucket `partners`, shared with the one-partner read).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/programs/{id}/partners (the `ListProgramPartners` operationId).
+func (c *ClientWithResponses) ListProgramPartnersWithResponse(ctx context.Context, id int64, params *ListProgramPartnersParams, reqEditors ...RequestEditorFn) (*ListProgramPartnersResponse, error) {
+	rsp, err := c.ListProgramPartners(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListProgramPartnersResponse(rsp)
+}
+
+// GetProgramPartnerWithResponse Read one partner of a program, with its links there
+//
+// The partner as the listing renders it, plus its referral links in
+// the program (`id`, `code`, `active`). 404 when the partner is not
+// enrolled in the program. Any member of the program's workspace
+// (`partners:read`); counted in the `partners` bucket with the
+// listing.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/programs/{id}/partners/{partnerId} (the `GetProgramPartner` operationId).
+func (c *ClientWithResponses) GetProgramPartnerWithResponse(ctx context.Context, id int64, partnerId int64, reqEditors ...RequestEditorFn) (*GetProgramPartnerResponse, error) {
+	rsp, err := c.GetProgramPartner(ctx, id, partnerId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetProgramPartnerResponse(rsp)
 }
 
 // GetProgramSettingsWithResponse Read a program's settings
@@ -28043,6 +28974,595 @@ func ParseListProgramNotificationsResponse(rsp *http.Response) (*ListProgramNoti
 		}
 		response.JSON500 = &dest
 
+	}
+
+	return response, nil
+}
+
+// ParseListProgramPartnersResponse parses an HTTP response from a ListProgramPartnersWithResponse call
+func ParseListProgramPartnersResponse(rsp *http.Response) (*ListProgramPartnersResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListProgramPartnersResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ProgramPartnerList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TypedError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case rsp.StatusCode == 200:
+		// Content-type (text/csv) unsupported
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListProgramPartnersResponse200Headers
+		if values := rsp.Header.Values("Content-Disposition"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Disposition", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentDisposition = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ListProgramPartnersResponse400Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListProgramPartnersResponse401Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ListProgramPartnersResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers ListProgramPartnersResponse404Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 413:
+		var headers ListProgramPartnersResponse413Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListProgramPartnersResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers ListProgramPartnersResponse500Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetProgramPartnerResponse parses an HTTP response from a GetProgramPartnerWithResponse call
+func ParseGetProgramPartnerResponse(rsp *http.Response) (*GetProgramPartnerResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetProgramPartnerResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ProgramPartnerDetailResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TypedError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetProgramPartnerResponse200Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetProgramPartnerResponse401Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers GetProgramPartnerResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers GetProgramPartnerResponse404Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 413:
+		var headers GetProgramPartnerResponse413Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetProgramPartnerResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetProgramPartnerResponse500Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers500 = &headers
 	}
 
 	return response, nil

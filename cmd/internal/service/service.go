@@ -246,6 +246,8 @@ func (b *Backends) Edge(ctx context.Context) (*ingest.Server, error) {
 		Agents:        postgres.NewAgentService(b.DB),
 		// The edge only stores and queues processor events.
 		Processor: postgres.NewProcessorService(b.DB, postgres.ProcessorOptions{Enqueuer: b.Enqueuer(), Logger: b.Logger}),
+
+		ProgramPartners: postgres.NewProgramPartnerService(b.DB),
 	}, ingest.Options{
 		Limiter:  ratelimit.New(store, nil),
 		Logger:   b.Logger,

@@ -1,0 +1,250 @@
+package ingest
+
+import (
+	"bufio"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/partnertrack/partnertrack/ledger"
+)
+
+// limitPartners is the brand's partner reads per session token and minute
+// (bucket "partners", shared by the list, its CSV and the one-partner read).
+const limitPartners = 120
+
+// partnerExportTimeout bounds the database reads of one CSV export; the
+// server's write timeout (10 s) bounds the whole response anyway.
+const partnerExportTimeout = 10 * time.Second
+
+const msgNoPartnersRead = "You do not have access to this program's partners"
+
+// partnerCSVHeader names the CSV export's columns, in order.
+var partnerCSVHeader = []string{
+	"id", "name", "email", "status", "joined_at", "currency", "clicks", "leads", "conversions",
+	"revenue", "revenue_by_currency", "commissions_pending", "commissions_approved", "commissions_paid",
+	"commissions_by_currency", "balance",
+}
+
+// programPartnerRoutes are the brand's reads of a program's partners.
+func (s *Server) programPartnerRoutes() {
+	dashboard := s.requireSession(ledger.DashboardSession)
+	limit := s.rateLimit("partners", limitPartners, byToken)
+	s.limitedRoute("GET", "/api/v1/programs/:id/partners", withStyle(defaultStyle), limit, dashboard, s.listProgramPartners)
+	s.limitedRoute("GET", "/api/v1/programs/:id/partners/:partnerId", withStyle(defaultStyle), limit, dashboard, s.getProgramPartner)
+}
+
+// listProgramPartners is GET /api/v1/programs/:id/partners: a page of the
+// program's partners with their counts and money, or with ?format=csv
+// every matching partner as CSV.
+func (s *Server) listProgramPartners(c *fiber.Ctx) error {
+	programID, err := s.programWithPermission(c, "id", ledger.PermPartnersRead, msgNoPartnersRead)
+	if err != nil {
+		return err
+	}
+	q, err := ledger.ProgramPartnerQueryInput{
+		Page:     queryInt(c, "page"),
+		PageSize: queryInt(c, "pageSize"),
+		Status:   queryString(c, "status"),
+		Q:        queryString(c, "q"),
+	}.Validate(programID)
+	if err != nil {
+		return err
+	}
+	switch c.Query("format") {
+	case "", "json":
+	case "csv":
+		return s.exportProgramPartners(c, q)
+	default:
+		return ledger.NewError(ledger.EInvalid, ledger.MsgPartnerFormat)
+	}
+	page, err := s.svc.ProgramPartners.ProgramPartners(c.UserContext(), q)
+	if err != nil {
+		return err
+	}
+	data := make([]fiber.Map, len(page.Partners))
+	for i := range page.Partners {
+		data[i] = programPartnerJSON(&page.Partners[i])
+	}
+	return c.JSON(fiber.Map{
+		"data": data,
+		"meta": fiber.Map{"pagination": fiber.Map{
+			"page":      page.Page,
+			"pageSize":  page.PageSize,
+			"pageCount": page.PageCount(),
+			"total":     page.Total,
+		}},
+	})
+}
+
+// getProgramPartner is GET /api/v1/programs/:id/partners/:partnerId: one
+// partner of the program, as the listing renders it, with its links there.
+func (s *Server) getProgramPartner(c *fiber.Ctx) error {
+	programID, err := s.programWithPermission(c, "id", ledger.PermPartnersRead, msgNoPartnersRead)
+	if err != nil {
+		return err
+	}
+	partnerID, err := pathID(c, "partnerId", "partner")
+	if err != nil {
+		return err
+	}
+	d, err := s.svc.ProgramPartners.ProgramPartner(c.UserContext(), programID, partnerID)
+	if err != nil {
+		return err
+	}
+	m := programPartnerJSON(&d.ProgramPartner)
+	links := make([]fiber.Map, len(d.Links))
+	for i, l := range d.Links {
+		links[i] = fiber.Map{"id": l.ID, "code": l.Code, "active": l.Active}
+	}
+	m["links"] = links
+	return ok(c, fiber.StatusOK, m)
+}
+
+// exportProgramPartners streams every partner q matches as CSV, a batch
+// at a time while the response is written: memory stays bounded whatever
+// the program's size. The first batch is read before the answer starts,
+// so a failing read is still an error answer; the later batches are read
+// by the stream, after the handler returns, with copies of what it needs
+// and a context of its own. A later read that fails ends the file early
+// and is logged with the request id.
+func (s *Server) exportProgramPartners(c *fiber.Ctx, q ledger.ProgramPartnerQuery) error {
+	first, err := s.svc.ProgramPartners.ProgramPartnerBatch(c.UserContext(), q, nil)
+	if err != nil {
+		return err
+	}
+	q.Status, q.Search = strings.Clone(q.Status), strings.Clone(q.Search)
+	reqID := requestID(c)
+	c.Set(fiber.HeaderContentType, "text/csv; charset=utf-8")
+	c.Set(fiber.HeaderContentDisposition, `attachment; filename=partners-`+strconv.FormatInt(q.ProgramID, 10)+`.csv`)
+	c.Context().SetBodyStreamWriter(func(bw *bufio.Writer) {
+		ctx, cancel := context.WithTimeout(context.Background(), partnerExportTimeout)
+		defer cancel()
+		if err := s.writePartnerCSV(ctx, bw, q, first); err != nil && s.logger != nil {
+			s.logger.Error("partner CSV export ended early", "program_id", q.ProgramID, "request_id", reqID, "err", err)
+		}
+	})
+	return nil
+}
+
+// writePartnerCSV writes the header, the batch it was given and every
+// later batch, flushing after each so the client receives them as they
+// are read.
+func (s *Server) writePartnerCSV(ctx context.Context, bw *bufio.Writer, q ledger.ProgramPartnerQuery, batch []ledger.ProgramPartner) error {
+	w := csv.NewWriter(bw)
+	if err := w.Write(partnerCSVHeader); err != nil {
+		return err
+	}
+	for {
+		for i := range batch {
+			if err := w.Write(partnerCSVRow(&batch[i])); err != nil {
+				return err
+			}
+		}
+		w.Flush()
+		if err := w.Error(); err != nil {
+			return err
+		}
+		if err := bw.Flush(); err != nil {
+			return err
+		}
+		if len(batch) < ledger.PartnerExportBatch {
+			return nil
+		}
+		next, err := s.svc.ProgramPartners.ProgramPartnerBatch(ctx, q, &batch[len(batch)-1])
+		if err != nil {
+			return err
+		}
+		batch = next
+	}
+}
+
+// programPartnerJSON renders a listed partner. Money is in major units as
+// exact decimals; revenue, commissions and balance are in the program's
+// currency, and the *_by_currency objects hold every currency the
+// partner's sales and commissions in the program were in.
+func programPartnerJSON(p *ledger.ProgramPartner) fiber.Map {
+	revenue := fiber.Map{}
+	for cur, v := range p.Revenue {
+		revenue[string(cur)] = moneyJSON(v, cur)
+	}
+	commissions := fiber.Map{}
+	for cur, t := range p.Commissions {
+		commissions[string(cur)] = commissionTotalsJSON(t, cur)
+	}
+	return fiber.Map{
+		"id":                      p.PartnerID,
+		"name":                    p.Name,
+		"email":                   p.Email,
+		"status":                  p.Status,
+		"joined_at":               formatTime(p.JoinedAt),
+		"currency":                string(p.Currency),
+		"clicks":                  p.Clicks,
+		"leads":                   p.Leads,
+		"conversions":             p.Conversions,
+		"revenue":                 moneyJSON(p.Revenue[p.Currency], p.Currency),
+		"revenue_by_currency":     revenue,
+		"commissions":             commissionTotalsJSON(p.Commissions[p.Currency], p.Currency),
+		"commissions_by_currency": commissions,
+		"balance":                 moneyJSON(p.Balance, p.Currency),
+	}
+}
+
+func commissionTotalsJSON(t ledger.CommissionTotals, cur ledger.Currency) fiber.Map {
+	return fiber.Map{
+		"pending":  moneyJSON(t.Pending, cur),
+		"approved": moneyJSON(t.Approved, cur),
+		"paid":     moneyJSON(t.Paid, cur),
+	}
+}
+
+// partnerCSVRow is a partner's CSV record, in partnerCSVHeader's order.
+// The text cells a person or another system wrote (name, email) are made
+// safe for spreadsheets (csvText); the cells this service writes are
+// numbers, times, codes and JSON objects.
+func partnerCSVRow(p *ledger.ProgramPartner) []string {
+	m := programPartnerJSON(p)
+	own := p.Commissions[p.Currency]
+	return []string{
+		strconv.FormatInt(p.PartnerID, 10),
+		csvText(p.Name),
+		csvText(p.Email),
+		p.Status,
+		formatTime(p.JoinedAt),
+		string(p.Currency),
+		strconv.FormatInt(p.Clicks, 10),
+		strconv.FormatInt(p.Leads, 10),
+		strconv.FormatInt(p.Conversions, 10),
+		ledger.MinorToMajor(p.Revenue[p.Currency], p.Currency).String(),
+		csvJSON(m["revenue_by_currency"]),
+		ledger.MinorToMajor(own.Pending, p.Currency).String(),
+		ledger.MinorToMajor(own.Approved, p.Currency).String(),
+		ledger.MinorToMajor(own.Paid, p.Currency).String(),
+		csvJSON(m["commissions_by_currency"]),
+		ledger.MinorToMajor(p.Balance, p.Currency).String(),
+	}
+}
+
+// csvText keeps a spreadsheet from reading a text cell as a formula: a
+// cell that starts with =, +, -, @, a tab or a carriage return gets a
+// leading single quote (OWASP's advice on CSV injection).
+func csvText(s string) string {
+	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+		return "'" + s
+	}
+	return s
+}
+
+// csvJSON renders an object of the row as compact JSON (keys sorted).
+func csvJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
