@@ -487,6 +487,12 @@ func (h *hostileWorld) targets() []target {
 		{name: "events-listing", method: "GET", path: "/api/tracking/events/{id}", token: dash, pathParam: true,
 			params: map[string][]string{"page": nil, "pageSize": nil, "eventType": nil, "dateFrom": nil, "dateTo": nil}},
 		{name: "settings-get", method: "GET", path: "/api/v1/programs/{id}/settings", token: dash, pathParam: true},
+		{name: "partners-listing", method: "GET", path: "/api/v1/programs/{id}/partners", token: dash, pathParam: true,
+			params: map[string][]string{"page": nil, "pageSize": nil, "status": nil, "format": nil,
+				// q is a search text of up to 100 characters: any of these is one.
+				"q": {"zero", "negative", "fraction", "huge-exponent", "int64-overflow", "letters", "sql-quote", "sql-drop"}}},
+		{name: "links-listing", method: "GET", path: "/api/v1/programs/{id}/links", token: dash, pathParam: true,
+			params: map[string][]string{"page": nil, "pageSize": nil, "partner_id": nil, "status": nil}},
 		{name: "settings-patch", method: "PATCH", path: "/api/v1/programs/{id}/settings", token: dash, pathParam: true,
 			body: func(t *testing.T, n int) map[string]any { return map[string]any{} },
 			fields: map[string][]string{"name": text, "domain": {"numeric-string"}, "commission_type": nil, "commission_rate": {"number", "fraction"},
