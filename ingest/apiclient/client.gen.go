@@ -3027,8 +3027,8 @@ type ProgramMeSourcesResponseDataGroupBy string
 
 // ProgramPartner A partner of the program with its real events and money in this program.
 type ProgramPartner struct {
-	// Balance The partner's balance in the program's currency (a partner's balance in a currency is shared by its programs in that currency).
-	Balance float32 `json:"balance"`
+	// Balance This program's share of the partner's balance in the program's currency: what its commissions credited and its refunds deducted, less what was paid out. Never money earned in another program.
+	Balance json.Number `json:"balance"`
 
 	// Clicks Real clicks on the partner's links in the program.
 	Clicks int `json:"clicks"`
@@ -3086,8 +3086,8 @@ type ProgramPartnerCommissions struct {
 
 // ProgramPartnerDetail defines model for ProgramPartnerDetail.
 type ProgramPartnerDetail struct {
-	// Balance The partner's balance in the program's currency (a partner's balance in a currency is shared by its programs in that currency).
-	Balance float32 `json:"balance"`
+	// Balance This program's share of the partner's balance in the program's currency: what its commissions credited and its refunds deducted, less what was paid out. Never money earned in another program.
+	Balance json.Number `json:"balance"`
 
 	// Clicks Real clicks on the partner's links in the program.
 	Clicks int `json:"clicks"`
@@ -3157,7 +3157,7 @@ type ProgramPartnerList struct {
 }
 
 // ProgramPartnerMoney An amount in major units of its currency, exact (12.05 is 1205 cents).
-type ProgramPartnerMoney = float32
+type ProgramPartnerMoney = json.Number
 
 // RateLimitError Over a rate limit (typed envelope, code `rate_limited`); nothing was recorded.
 type RateLimitError struct {

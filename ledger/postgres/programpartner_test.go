@@ -15,12 +15,13 @@ import (
 // refunded in part), test events, and events in a second program.
 type partnerListing struct {
 	*ledgerBundle
-	svc     *postgres.ProgramPartnerService
-	world   saleWorld // program A (USD, 10% recurring) and its partner Pat
-	other   saleWorld // program B (EUR) with Pat enrolled too
-	second  int64     // a second partner of A, enrolled after Pat
-	testID  int64     // the synthetic test partner of A
-	linkIDs []int64   // Pat's links in A
+	svc            *postgres.ProgramPartnerService
+	world          saleWorld // program A (USD, 10% recurring) and its partner Pat
+	other          saleWorld // program B (EUR) with Pat enrolled too
+	second         int64     // a second partner of A, enrolled after Pat
+	testID         int64     // the synthetic test partner of A
+	linkIDs        []int64   // Pat's links in A
+	euroCommission int64     // Pat's pending EUR commission in A
 }
 
 func setupPartnerListing(t *testing.T) *partnerListing {
@@ -61,7 +62,8 @@ func setupPartnerListing(t *testing.T) *partnerListing {
 	b.MustCustomerKey(t, l.world, "c2")
 	b.MustCustomerKey(t, l.world, "c3")
 	s1 := b.MustSale(t, l.world, sale{txn: "a-1", customerKey: "c1", amount: 10000})
-	b.MustSale(t, l.world, sale{txn: "a-2", customerKey: "c2", amount: 5000, currency: "EUR"})
+	s2 := b.MustSale(t, l.world, sale{txn: "a-2", customerKey: "c2", amount: 5000, currency: "EUR"})
+	l.euroCommission = *s2.CommissionID
 	b.MustSale(t, l.world, sale{txn: "a-3", customerKey: "c3", amount: 2000})
 	s4 := b.MustSale(t, l.world, sale{txn: "a-4", customerKey: "c1", amount: 3000})
 	b.MustSale(t, l.world, sale{txn: "a-5", customerKey: "c2", amount: 4000})
@@ -257,6 +259,26 @@ func TestProgramPartners(t *testing.T) {
 			if ledger.ErrorCode(err) != ledger.ENotFound {
 				t.Errorf("%s: err = %v", tc.desc, err)
 			}
+		}
+	})
+
+	// Last: it changes A's EUR commissions. Pat's EUR balance then holds
+	// money earned in A; B, an EUR program perhaps of another workspace,
+	// must not show it.
+	t.Run("OK balance is the program's own", func(t *testing.T) {
+		if _, err := l.balances.ApproveCommission(ctx, l.euroCommission); err != nil {
+			t.Fatal(err)
+		}
+		if got := l.balance(t, l.world.partnerID, ledger.EUR); got != 500 {
+			t.Fatalf("Pat's EUR balance = %d, want 500", got)
+		}
+		q, _ := ledger.ProgramPartnerQueryInput{}.Validate(l.other.program.ID)
+		page, err := l.svc.ProgramPartners(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Partners) != 1 || page.Partners[0].Balance != 0 {
+			t.Fatalf("Pat in B = %+v, want balance 0", page.Partners)
 		}
 	})
 }
