@@ -85,15 +85,7 @@ func (s *Server) listBrandLinks(c *fiber.Ctx) error {
 	for i := range page.Links {
 		data[i] = brandLinkJSON(&page.Links[i])
 	}
-	return c.JSON(fiber.Map{
-		"data": data,
-		"meta": fiber.Map{"pagination": fiber.Map{
-			"page":      page.Page,
-			"pageSize":  page.PageSize,
-			"pageCount": page.PageCount(),
-			"total":     page.Total,
-		}},
-	})
+	return renderPage(c, data, page.Page, page.PageSize, page.PageCount(), page.Total)
 }
 
 // patchBrandLink is PATCH /api/v1/programs/:id/links/:linkId (owner or

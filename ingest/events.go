@@ -36,15 +36,7 @@ func (s *Server) listTrackingEvents(c *fiber.Ctx) error {
 	for i := range page.Events {
 		data[i] = eventJSON(&page.Events[i])
 	}
-	return c.JSON(fiber.Map{
-		"data": data,
-		"meta": fiber.Map{"pagination": fiber.Map{
-			"page":      page.Page,
-			"pageSize":  page.PageSize,
-			"pageCount": page.PageCount(),
-			"total":     page.Total,
-		}},
-	})
+	return renderPage(c, data, int64(page.Page), int64(page.PageSize), int64(page.PageCount()), int64(page.Total))
 }
 
 // queryString reads a query parameter; an empty one is absent.

@@ -71,15 +71,7 @@ func (s *Server) listProgramPartners(c *fiber.Ctx) error {
 	for i := range page.Partners {
 		data[i] = programPartnerJSON(&page.Partners[i])
 	}
-	return c.JSON(fiber.Map{
-		"data": data,
-		"meta": fiber.Map{"pagination": fiber.Map{
-			"page":      page.Page,
-			"pageSize":  page.PageSize,
-			"pageCount": page.PageCount(),
-			"total":     page.Total,
-		}},
-	})
+	return renderPage(c, data, int64(page.Page), int64(page.PageSize), int64(page.PageCount()), int64(page.Total))
 }
 
 // getProgramPartner is GET /api/v1/programs/:id/partners/:partnerId: one

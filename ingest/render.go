@@ -88,3 +88,17 @@ func programInput(f fields) ledger.ProgramInput {
 		Currency:       f.String("currency"),
 	}
 }
+
+// renderPage writes one page of a listing: the rows in data and the
+// pagination in meta, as the spec's event listing shows them.
+func renderPage(c *fiber.Ctx, data []fiber.Map, page, pageSize, pageCount, total int64) error {
+	return c.JSON(fiber.Map{
+		"data": data,
+		"meta": fiber.Map{"pagination": fiber.Map{
+			"page":      page,
+			"pageSize":  pageSize,
+			"pageCount": pageCount,
+			"total":     total,
+		}},
+	})
+}
