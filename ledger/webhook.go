@@ -32,6 +32,11 @@ const (
 	EventCommissionCreated  = "commission.created"
 	EventCommissionReversed = "commission.reversed"
 	EventCommissionRefunded = "commission.refunded"
+	// The brand's partner program (issue 24).
+	EventPartnerEnrolled    = "partner.enrolled"
+	EventPartnerSuspended   = "partner.suspended"
+	EventCommissionApproved = "commission.approved"
+	EventCommissionRejected = "commission.rejected"
 )
 
 const (
@@ -39,12 +44,14 @@ const (
 	webhookSecretBytes       = 32
 	maxWebhookURLLen         = 2048
 	webhookMessageIDPrefix   = "msg_"
-	webhookEventTypesMessage = "lead.created, sale.created, commission.created, commission.reversed, commission.refunded"
+	webhookEventTypesMessage = "lead.created, sale.created, commission.created, commission.reversed, commission.refunded, " +
+		"partner.enrolled, partner.suspended, commission.approved, commission.rejected"
 )
 
 // WebhookEventTypes lists the event types in the contract's order.
 var WebhookEventTypes = []string{EventLeadCreated, EventSaleCreated, EventCommissionCreated,
-	EventCommissionReversed, EventCommissionRefunded}
+	EventCommissionReversed, EventCommissionRefunded,
+	EventPartnerEnrolled, EventPartnerSuspended, EventCommissionApproved, EventCommissionRejected}
 
 // ValidWebhookEvent reports whether s names an event type.
 func ValidWebhookEvent(s string) bool {

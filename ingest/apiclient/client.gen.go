@@ -660,23 +660,35 @@ func (e DashTrackingEventEventType) Valid() bool {
 
 // Defines values for DashWebhookEvent.
 const (
+	CommissionApproved DashWebhookEvent = "commission.approved"
 	CommissionCreated  DashWebhookEvent = "commission.created"
 	CommissionRefunded DashWebhookEvent = "commission.refunded"
+	CommissionRejected DashWebhookEvent = "commission.rejected"
 	CommissionReversed DashWebhookEvent = "commission.reversed"
 	LeadCreated        DashWebhookEvent = "lead.created"
+	PartnerEnrolled    DashWebhookEvent = "partner.enrolled"
+	PartnerSuspended   DashWebhookEvent = "partner.suspended"
 	SaleCreated        DashWebhookEvent = "sale.created"
 )
 
 // Valid indicates whether the value is a known member of the DashWebhookEvent enum.
 func (e DashWebhookEvent) Valid() bool {
 	switch e {
+	case CommissionApproved:
+		return true
 	case CommissionCreated:
 		return true
 	case CommissionRefunded:
 		return true
+	case CommissionRejected:
+		return true
 	case CommissionReversed:
 		return true
 	case LeadCreated:
+		return true
+	case PartnerEnrolled:
+		return true
+	case PartnerSuspended:
 		return true
 	case SaleCreated:
 		return true
