@@ -323,3 +323,16 @@ func RefundEventData(r RefundNotice, saleID, refundCents int64) CommissionEventD
 			Reason: reason, PaidOut: r.PaidOut},
 	}
 }
+
+// PartnerEventData is the data of partner.enrolled (a partner became
+// active in the program: an invite accepted, an application approved, by
+// hand or automatically) and partner.suspended.
+type PartnerEventData struct {
+	PartnerID int64  `json:"partner_id"`
+	ProgramID int64  `json:"program_id"`
+	Name      string `json:"name"`
+	Email     string `json:"email"`
+	Status    string `json:"status"` // the enrollment's, after the change
+	GroupID   int64  `json:"group_id"`
+	JoinedAt  string `json:"joined_at"` // when the enrollment was created
+}
