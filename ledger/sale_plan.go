@@ -26,6 +26,9 @@ type SaleSnapshot struct {
 	// Enrolled: the partner of the customer, or of the click, is actively
 	// enrolled in the program.
 	Enrolled bool
+	// Policy is the current version of the terms of the enrolled partner's
+	// group; nil for the default group, whose terms are the program's.
+	Policy *CommissionPolicy
 	// The program's webhook endpoints that want sale.created and
 	// commission.created.
 	SaleEndpoints, CommissionEndpoints []int64
@@ -72,6 +75,9 @@ type PlannedCommission struct {
 	AmountMinor  int64
 	Currency     Currency
 	ApproveAfter time.Time
+	// PolicyID is the group terms version the commission was computed
+	// with; nil for the program's own terms (the default group).
+	PolicyID *int64
 	// FirstOnly: written only if the customer has earned no commission
 	// before (a program that pays first sales only). The write decides,
 	// after the customer's lock is granted, so that it sees the commission
@@ -89,6 +95,7 @@ type PlannedCommission struct {
 // terms.
 func PlanSale(sale Sale, snap SaleSnapshot, feePercent decimal.Decimal, now time.Time) SalePlan {
 	prog := snap.Program
+	terms := snap.Terms()
 	if sale.Currency == "" {
 		sale.Currency = prog.Currency
 	}
@@ -143,15 +150,32 @@ func PlanSale(sale Sale, snap SaleSnapshot, feePercent decimal.Decimal, now time
 		p.FirstPaid = *cust.FirstPaidAt
 	}
 	p.Fee = PlatformFee{RatePercent: feePercent, AmountMinor: PercentOf(p.Sale.AmountCents, feePercent)}
-	due, why := CommissionDue(prog, p.FirstPaid, sale.OccurredAt, false)
+	due, why := CommissionDue(terms, p.FirstPaid, sale.OccurredAt, false)
 	if !due {
 		p.NotDue = why
 		return p
 	}
-	again, _ := CommissionDue(prog, p.FirstPaid, sale.OccurredAt, true)
-	amount, cur := CommissionAmount(prog, p.Sale.AmountCents, p.Sale.Currency)
-	p.Commission = &PlannedCommission{AmountMinor: amount, Currency: cur, ApproveAfter: ApproveAfter(prog, now), FirstOnly: !again}
+	again, _ := CommissionDue(terms, p.FirstPaid, sale.OccurredAt, true)
+	amount, cur := CommissionAmount(terms, p.Sale.AmountCents, p.Sale.Currency)
+	p.Commission = &PlannedCommission{AmountMinor: amount, Currency: cur, ApproveAfter: ApproveAfter(terms, now), FirstOnly: !again}
+	if snap.Policy != nil {
+		id := snap.Policy.ID
+		p.Commission.PolicyID = &id
+	}
 	return p
+}
+
+// Terms is the program as the commission of the snapshot's sale is
+// computed: the program with the commission type, rate, duration and hold
+// of the partner's group policy when it has one (a group other than the
+// default), else the program itself.
+func (snap SaleSnapshot) Terms() *Program {
+	if snap.Policy == nil {
+		return snap.Program
+	}
+	p := *snap.Program
+	snap.Policy.Terms.applyTo(&p)
+	return &p
 }
 
 func refusedSale(err error) SalePlan { return SalePlan{Refusal: err} }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
+	"github.com/shopspring/decimal"
 
 	"github.com/partnertrack/partnertrack/ledger"
 )
@@ -16,7 +17,9 @@ import (
 // customer $6, 0 for none), the snapshot ledger.PlanSale decides on: the
 // program, a sale already recorded with the transaction id, the customer
 // (the processor's, else by key, else by click) locked, else the click
-// and an id for the customer it brings, the partner's enrollment and the
+// and an id for the customer it brings, the partner's active enrollment
+// with its group's current terms version (none for the default group,
+// whose terms are the program's: ledger.SaleSnapshot.Terms) and the
 // webhook endpoints ($7, $8 name the events). It also makes the rest of
 // the transaction use the generic plans of its prepared statements
 // (set_config, as SET LOCAL): statements on the partitioned clicks table
@@ -41,8 +44,9 @@ var qSaleSnapshots = `
 			cl.program_id AS click_program_id, cl.partner_id AS click_partner_id, cl.link_id AS click_link_id,
 			cl.occurred_at AS click_occurred_at, cl.is_test AS click_is_test,
 			CASE WHEN cl.program_id IS NOT NULL THEN nextval('customers_id_seq') END AS new_customer_id,
-			EXISTS (SELECT 1 FROM enrollments WHERE program_id = p.id AND status = 'active'
-				AND partner_id = COALESCE(ci.partner_id, ck.partner_id, cc.partner_id, cl.partner_id)) AS enrolled,
+			en.partner_id IS NOT NULL AS enrolled,
+			en.policy_id, en.commission_type AS policy_type, en.commission_rate AS policy_rate,
+			en.duration_months AS policy_duration_months, en.hold_days AS policy_hold_days,
 			` + endpointsFor("p.id", "$7") + ` AS sale_endpoints,
 			` + endpointsFor("p.id", "$8") + ` AS commission_endpoints
 		FROM u
@@ -67,7 +71,16 @@ var qSaleSnapshots = `
 			WHERE click_id = u.click_id AND occurred_at = u.click_at AND occurred_at = ANY ($5::timestamptz[])
 				AND ci.id IS NULL AND ck.id IS NULL AND cc.id IS NULL
 			LIMIT 1
-		) cl ON true`
+		) cl ON true
+		LEFT JOIN LATERAL (
+			SELECT e.partner_id, g.policy_id, cp.commission_type, cp.commission_rate, cp.duration_months, cp.hold_days
+			FROM enrollments e
+			JOIN partner_groups g ON g.id = e.group_id
+			LEFT JOIN commission_policies cp ON cp.id = g.policy_id
+			WHERE e.program_id = p.id AND e.status = 'active'
+				AND e.partner_id = COALESCE(ci.partner_id, ck.partner_id, cc.partner_id, cl.partner_id)
+			LIMIT 1
+		) en ON true`
 
 // endpointsFor lists the ids of a program's live webhook endpoints that
 // want an event (SQL expressions of both).
@@ -101,33 +114,43 @@ const snapshotCustomerColumns = `COALESCE(ci.id, ck.id, cc.id) AS customer_id,
 type snapshotRow struct {
 	Ord int `db:"ord"`
 	programRow
-	DuplicateOf         sql.NullInt64  `db:"duplicate_of"`
-	PlanCacheMode       string         `db:"plan_cache_mode"`
-	CustomerID          sql.NullInt64  `db:"customer_id"`
-	CustomerPartnerID   *int64         `db:"customer_partner_id"`
-	CustomerLinkID      *int64         `db:"customer_link_id"`
-	CustomerClickID     sql.NullString `db:"customer_click_id"`
-	CustomerKey         sql.NullString `db:"customer_key"`
-	CustomerEmail       sql.NullString `db:"customer_email"`
-	CustomerStatus      sql.NullString `db:"customer_status"`
-	CustomerProcessorID sql.NullString `db:"customer_processor_id"`
-	CustomerFirstPaidAt *time.Time     `db:"customer_first_paid_at"`
-	CustomerIsTest      sql.NullBool   `db:"customer_is_test"`
-	CustomerCreatedAt   sql.NullTime   `db:"customer_created_at"`
-	ClickProgramID      sql.NullInt64  `db:"click_program_id"`
-	ClickPartnerID      *int64         `db:"click_partner_id"`
-	ClickLinkID         *int64         `db:"click_link_id"`
-	ClickOccurredAt     sql.NullTime   `db:"click_occurred_at"`
-	ClickIsTest         sql.NullBool   `db:"click_is_test"`
-	NewCustomerID       sql.NullInt64  `db:"new_customer_id"`
-	Enrolled            bool           `db:"enrolled"`
-	SaleEndpoints       pq.Int64Array  `db:"sale_endpoints"`
-	CommissionEndpoints pq.Int64Array  `db:"commission_endpoints"`
+	DuplicateOf         sql.NullInt64       `db:"duplicate_of"`
+	PlanCacheMode       string              `db:"plan_cache_mode"`
+	CustomerID          sql.NullInt64       `db:"customer_id"`
+	CustomerPartnerID   *int64              `db:"customer_partner_id"`
+	CustomerLinkID      *int64              `db:"customer_link_id"`
+	CustomerClickID     sql.NullString      `db:"customer_click_id"`
+	CustomerKey         sql.NullString      `db:"customer_key"`
+	CustomerEmail       sql.NullString      `db:"customer_email"`
+	CustomerStatus      sql.NullString      `db:"customer_status"`
+	CustomerProcessorID sql.NullString      `db:"customer_processor_id"`
+	CustomerFirstPaidAt *time.Time          `db:"customer_first_paid_at"`
+	CustomerIsTest      sql.NullBool        `db:"customer_is_test"`
+	CustomerCreatedAt   sql.NullTime        `db:"customer_created_at"`
+	ClickProgramID      sql.NullInt64       `db:"click_program_id"`
+	ClickPartnerID      *int64              `db:"click_partner_id"`
+	ClickLinkID         *int64              `db:"click_link_id"`
+	ClickOccurredAt     sql.NullTime        `db:"click_occurred_at"`
+	ClickIsTest         sql.NullBool        `db:"click_is_test"`
+	NewCustomerID       sql.NullInt64       `db:"new_customer_id"`
+	Enrolled            bool                `db:"enrolled"`
+	PolicyID            sql.NullInt64       `db:"policy_id"`
+	PolicyType          sql.NullString      `db:"policy_type"`
+	PolicyRate          decimal.NullDecimal `db:"policy_rate"`
+	PolicyDuration      sql.NullInt32       `db:"policy_duration_months"`
+	PolicyHoldDays      sql.NullInt32       `db:"policy_hold_days"`
+	SaleEndpoints       pq.Int64Array       `db:"sale_endpoints"`
+	CommissionEndpoints pq.Int64Array       `db:"commission_endpoints"`
 }
 
 func (r *snapshotRow) snapshot(clickID string) *ledger.SaleSnapshot {
 	snap := &ledger.SaleSnapshot{Program: r.program(), DuplicateOf: r.DuplicateOf.Int64, Enrolled: r.Enrolled,
 		SaleEndpoints: r.SaleEndpoints, CommissionEndpoints: r.CommissionEndpoints}
+	if r.PolicyID.Valid {
+		snap.Policy = &ledger.CommissionPolicy{ID: r.PolicyID.Int64, Terms: ledger.CommissionTerms{
+			Type: ledger.CommissionType(r.PolicyType.String), Rate: r.PolicyRate.Decimal,
+			DurationMonths: int(r.PolicyDuration.Int32), HoldDays: int(r.PolicyHoldDays.Int32)}}
+	}
 	if r.CustomerID.Valid {
 		snap.Customer = &ledger.Customer{
 			ID: r.CustomerID.Int64, ProgramID: r.ID, PartnerID: r.CustomerPartnerID, LinkID: r.CustomerLinkID,

@@ -32,12 +32,12 @@ var qWriteSales = `
 				$14::boolean[], $15::text[], $16::text[], $17::text[], $18::timestamptz[], $19::timestamptz[],
 				$20::boolean[], $21::bigint[], $22::timestamptz[], $23::boolean[], $24::boolean[], $25::timestamptz[],
 				$26::text[], $27::timestamptz[], $28::numeric[], $29::bigint[], $30::text[], $31::bigint[],
-				$32::timestamptz[], $33::boolean[])
+				$32::timestamptz[], $33::boolean[], $34::bigint[])
 			WITH ORDINALITY AS u (program_id, customer_id, partner_id, transaction_id, amount_cents, currency,
 				sale_type, is_recurring, is_test, source, click_id, provider, provider_payment_id, livemode,
 				subscription_id, product_id, metadata, occurred_at, now, new_customer, new_link_id, new_click_at,
 				tracking_log, converts, first_paid, converted_click_id, converted_click_at, fee_rate, fee_minor,
-				commission_currency, commission_minor, approve_after, first_only, ord)
+				commission_currency, commission_minor, approve_after, first_only, policy_id, ord)
 		), sale AS (
 			INSERT INTO sales (program_id, customer_id, partner_id, processor_event_id, amount_cents, currency,
 				sale_type, is_recurring, is_test, source, click_id, provider, provider_payment_id, livemode,
@@ -79,9 +79,9 @@ var qWriteSales = `
 			SELECT sale_id, program_id, currency, fee_rate, fee_minor, now FROM written WHERE converts
 		), commission AS (
 			INSERT INTO commissions (program_id, partner_id, sale_id, customer_id, currency, original_minor,
-				amount_minor, status, approve_after, created_at, updated_at)
+				amount_minor, status, approve_after, policy_id, created_at, updated_at)
 			SELECT program_id, partner_id, sale_id, customer_id, commission_currency, commission_minor,
-				commission_minor, 'pending', approve_after, now, now
+				commission_minor, 'pending', approve_after, policy_id, now, now
 			FROM written w
 			WHERE commission_minor IS NOT NULL
 				AND NOT (first_only AND EXISTS (SELECT 1 FROM commissions c WHERE c.customer_id = w.customer_id))
@@ -149,7 +149,7 @@ func writeFailure(ctx context.Context, err error) error {
 // Postgres rounds to its microsecond as it does a time parameter).
 type saleColumns struct {
 	programID, amountCents, feeMinor                                                            []int64
-	customerID, partnerID, newLinkID, commissionMinor                                           []sql.NullInt64
+	customerID, partnerID, newLinkID, commissionMinor, policyID                                 []sql.NullInt64
 	transactionID, currency, saleType, source, clickID, provider, providerPaymentID, subscripID []string
 	productID, occurredAt, now, feeRate                                                         []string
 	metadata, newClickAt, firstPaid, convertedClickID, convertedClickAt                         []sql.NullString
@@ -206,10 +206,11 @@ func newSaleColumns(items []*saleItem) *saleColumns {
 		c.convertedClickAt = append(c.convertedClickAt, clickAt)
 		c.feeRate = append(c.feeRate, p.Fee.RatePercent.String())
 		c.feeMinor = append(c.feeMinor, p.Fee.AmountMinor)
-		var amount sql.NullInt64
+		var amount, policy sql.NullInt64
 		var currency, approve sql.NullString
 		if cm := p.Commission; cm != nil {
 			amount = sql.NullInt64{Int64: cm.AmountMinor, Valid: true}
+			policy = optInt64(cm.PolicyID)
 			currency = sql.NullString{String: string(cm.Currency), Valid: true}
 			approve = sql.NullString{String: timeText(cm.ApproveAfter), Valid: true}
 		}
@@ -217,6 +218,7 @@ func newSaleColumns(items []*saleItem) *saleColumns {
 		c.commissionMinor = append(c.commissionMinor, amount)
 		c.approveAfter = append(c.approveAfter, approve)
 		c.firstOnly = append(c.firstOnly, p.Commission != nil && p.Commission.FirstOnly)
+		c.policyID = append(c.policyID, policy)
 	}
 	return c
 }
@@ -232,7 +234,7 @@ func (c *saleColumns) args() []any {
 		pq.Array(c.newLinkID), pq.Array(c.newClickAt), pq.Array(c.trackingLog), pq.Array(c.converts),
 		pq.Array(c.firstPaid), pq.Array(c.convertedClickID), pq.Array(c.convertedClickAt), pq.Array(c.feeRate),
 		pq.Array(c.feeMinor), pq.Array(c.commissionCurrency), pq.Array(c.commissionMinor), pq.Array(c.approveAfter),
-		pq.Array(c.firstOnly),
+		pq.Array(c.firstOnly), pq.Array(c.policyID),
 	}
 }
 
