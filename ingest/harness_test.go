@@ -95,7 +95,8 @@ func newTestServerConfig(db *pgtest.DB, clock *fakeClock, config func(*Config), 
 		Agents:        postgres.NewAgentService(db.DB),
 		Processor:     postgres.NewProcessorService(db.DB, postgres.ProcessorOptions{Logger: logger}),
 
-		ProgramPartners: postgres.NewProgramPartnerService(db.DB),
+		ProgramPartners: postgres.NewProgramPartnerService(db.DB, nil, logger),
+		Groups:          postgres.NewGroupService(db.DB),
 	}
 	opts := Options{
 		Logger:  logger,

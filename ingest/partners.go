@@ -22,21 +22,26 @@ const limitPartners = 120
 // server's write timeout (10 s) bounds the whole response anyway.
 const partnerExportTimeout = 10 * time.Second
 
-const msgNoPartnersRead = "You do not have access to this program's partners"
+const (
+	msgNoPartnersRead    = "You do not have access to this program's partners"
+	msgPartnersAdminOnly = "Only a workspace owner or admin can change the program's partners"
+)
 
 // partnerCSVHeader names the CSV export's columns, in order.
 var partnerCSVHeader = []string{
 	"id", "name", "email", "status", "joined_at", "currency", "clicks", "leads", "conversions",
 	"revenue", "revenue_by_currency", "commissions_pending", "commissions_approved", "commissions_paid",
-	"commissions_by_currency", "balance",
+	"commissions_by_currency", "balance", "group_id", "group_name",
 }
 
-// programPartnerRoutes are the brand's reads of a program's partners.
+// programPartnerRoutes are the brand's reads of a program's partners and
+// its change of one (PATCH, owner or admin), all in the "partners" bucket.
 func (s *Server) programPartnerRoutes() {
 	dashboard := s.requireSession(ledger.DashboardSession)
 	limit := s.rateLimit("partners", limitPartners, byToken)
 	s.limitedRoute("GET", "/api/v1/programs/:id/partners", withStyle(defaultStyle), limit, dashboard, s.listProgramPartners)
 	s.limitedRoute("GET", "/api/v1/programs/:id/partners/:partnerId", withStyle(defaultStyle), limit, dashboard, s.getProgramPartner)
+	s.limitedRoute("PATCH", "/api/v1/programs/:id/partners/:partnerId", withStyle(defaultStyle), limit, dashboard, s.patchProgramPartner)
 }
 
 // listProgramPartners is GET /api/v1/programs/:id/partners: a page of the
@@ -51,6 +56,7 @@ func (s *Server) listProgramPartners(c *fiber.Ctx) error {
 		Page:     queryInt(c, "page"),
 		PageSize: queryInt(c, "pageSize"),
 		Status:   queryString(c, "status"),
+		GroupID:  queryInt(c, "group_id"),
 		Q:        queryString(c, "q"),
 	}.Validate(programID)
 	if err != nil {
@@ -85,6 +91,43 @@ func (s *Server) getProgramPartner(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	return s.renderProgramPartner(c, programID, partnerID)
+}
+
+// patchProgramPartner is PATCH /api/v1/programs/:id/partners/:partnerId
+// (owner or admin): status active or suspended and/or group_id, a group of
+// this program. A change of status drops the partner's link codes from
+// every edge's cache once committed, so its links answer the click 410
+// (suspended) or take clicks again (active) at once everywhere. The answer
+// is the partner as GET renders it.
+func (s *Server) patchProgramPartner(c *fiber.Ctx) error {
+	programID, err := s.programWithPermission(c, "id", ledger.PermPartnersWrite, msgPartnersAdminOnly)
+	if err != nil {
+		return err
+	}
+	partnerID, f, err := pathIDAndFields(c, "partnerId", "partner")
+	if err != nil {
+		return err
+	}
+	ch, err := ledger.PartnerChangeInput{Status: f.String("status"), GroupID: f.Int("group_id")}.Validate()
+	if err != nil {
+		return err
+	}
+	done, err := s.svc.ProgramPartners.ChangePartner(c.UserContext(), programID, partnerID, sessionOf(c).UserID, ch)
+	if err != nil {
+		return err
+	}
+	if done.StatusChanged {
+		for _, code := range done.LinkCodes {
+			s.invalidateLink(c, code)
+		}
+	}
+	return s.renderProgramPartner(c, programID, partnerID)
+}
+
+// renderProgramPartner answers one partner of the program, as the listing
+// renders it, with its links there.
+func (s *Server) renderProgramPartner(c *fiber.Ctx, programID, partnerID int64) error {
 	d, err := s.svc.ProgramPartners.ProgramPartner(c.UserContext(), programID, partnerID)
 	if err != nil {
 		return err
@@ -174,6 +217,8 @@ func programPartnerJSON(p *ledger.ProgramPartner) fiber.Map {
 		"name":                    p.Name,
 		"email":                   p.Email,
 		"status":                  p.Status,
+		"group_id":                p.GroupID,
+		"group_name":              p.GroupName,
 		"joined_at":               formatTime(p.JoinedAt),
 		"currency":                string(p.Currency),
 		"clicks":                  p.Clicks,
@@ -219,6 +264,8 @@ func partnerCSVRow(p *ledger.ProgramPartner) []string {
 		ledger.MinorToMajor(own.Paid, p.Currency).String(),
 		csvJSON(m["commissions_by_currency"]),
 		ledger.MinorToMajor(p.Balance, p.Currency).String(),
+		strconv.FormatInt(p.GroupID, 10),
+		csvText(p.GroupName),
 	}
 }
 

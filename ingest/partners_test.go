@@ -140,7 +140,7 @@ func TestListProgramPartners(t *testing.T) {
 			{"page=0", ledger.MsgEventPage},
 			{"page=x", ledger.MsgEventPage},
 			{"pageSize=101", ledger.MsgEventPageSize},
-			{"status=suspended", ledger.MsgPartnerStatus},
+			{"status=paused", ledger.MsgPartnerStatus},
 			{"q=" + strings.Repeat("a", 101), ledger.MsgPartnerSearch},
 			{"q=" + strings.Repeat("x", 4000), ledger.MsgPartnerSearch},
 			{"pageSize=99999999999999999999", ledger.MsgEventPageSize},

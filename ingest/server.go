@@ -78,6 +78,8 @@ type Services struct {
 
 	// ProgramPartners reads a program's partners for the brand.
 	ProgramPartners ledger.ProgramPartnerService
+	// Groups are a program's partner groups and their terms.
+	Groups ledger.GroupService
 }
 
 // Check is a readiness probe of one dependency.

@@ -9,10 +9,12 @@ import (
 )
 
 // Enrollment statuses: a partner joined to a program is active until it
-// is removed.
+// is removed; the brand may suspend it meanwhile (its links answer 410 and
+// it earns nothing new) and make it active again.
 const (
-	EnrollmentActive  = "active"
-	EnrollmentRemoved = "removed"
+	EnrollmentActive    = "active"
+	EnrollmentSuspended = "suspended"
+	EnrollmentRemoved   = "removed"
 )
 
 // MaxPartnerSearch is the longest q of the brand's partner listing, in
@@ -28,9 +30,11 @@ const PartnerExportBatch = 500
 // Messages of the partner listing's query parameters (page and pageSize
 // share the event listing's: MsgEventPage, MsgEventPageSize).
 const (
-	MsgPartnerStatus = "status must be one of: active, removed"
-	MsgPartnerSearch = "q must be text of at most 100 characters"
-	MsgPartnerFormat = "format must be json or csv"
+	MsgPartnerStatus = "status must be one of: active, suspended, removed"
+	// MsgPartnerGroupFilter is the listing's group_id filter message.
+	MsgPartnerGroupFilter = "group_id must be a positive integer"
+	MsgPartnerSearch      = "q must be text of at most 100 characters"
+	MsgPartnerFormat      = "format must be json or csv"
 )
 
 // ProgramPartnerQueryInput is the brand's partner listing query as the
@@ -39,6 +43,7 @@ type ProgramPartnerQueryInput struct {
 	Page     Input[int64]
 	PageSize Input[int64]
 	Status   Input[string]
+	GroupID  Input[int64]
 	Q        Input[string]
 }
 
@@ -46,6 +51,7 @@ type ProgramPartnerQueryInput struct {
 type ProgramPartnerQuery struct {
 	ProgramID int64
 	Status    string // "" for every status
+	GroupID   int64  // 0 for every group
 	Search    string // lower-cased; "" for no search
 	Page      int
 	PageSize  int
@@ -68,10 +74,17 @@ func (in ProgramPartnerQueryInput) Validate(programID int64) (ProgramPartnerQuer
 		q.PageSize = int(in.PageSize.Value)
 	}
 	if in.Status.Present {
-		if in.Status.Bad || (in.Status.Value != EnrollmentActive && in.Status.Value != EnrollmentRemoved) {
+		switch v := in.Status.Value; {
+		case in.Status.Bad, v != EnrollmentActive && v != EnrollmentSuspended && v != EnrollmentRemoved:
 			return ProgramPartnerQuery{}, NewError(EInvalid, MsgPartnerStatus)
 		}
 		q.Status = in.Status.Value
+	}
+	if in.GroupID.Present {
+		if in.GroupID.Bad || in.GroupID.Value < 1 {
+			return ProgramPartnerQuery{}, NewError(EInvalid, MsgPartnerGroupFilter)
+		}
+		q.GroupID = in.GroupID.Value
 	}
 	if in.Q.Present {
 		s := in.Q.Value
@@ -111,7 +124,9 @@ type ProgramPartner struct {
 	PartnerID int64
 	Name      string
 	Email     string
-	Status    string    // the enrollment status
+	Status    string // the enrollment status
+	GroupID   int64  // the partner's group in the program
+	GroupName string
 	JoinedAt  time.Time // the enrollment's creation
 	Currency  Currency  // the program's currency
 
@@ -147,6 +162,59 @@ func (p *ProgramPartnerPage) PageCount() int64 {
 	return (p.Total + int64(p.PageSize) - 1) / int64(p.PageSize)
 }
 
+// Messages of the brand's change of a partner (PATCH).
+const (
+	MsgPartnerChangeStatus = "status must be one of: active, suspended"
+	MsgPartnerGroupID      = "group_id must be the id of a group of this program"
+	MsgPartnerNoChange     = "Missing fields: send at least one of status, group_id"
+	MsgPartnerRemoved      = "partner was removed from this program and cannot be changed"
+)
+
+// PartnerChangeInput is the brand's change of a partner in its program as
+// the caller sent it.
+type PartnerChangeInput struct {
+	Status  Input[string]
+	GroupID Input[int64]
+}
+
+// PartnerChange is a validated change: the fields sent ("" and 0 keep
+// the current value).
+type PartnerChange struct {
+	Status  string
+	GroupID int64
+}
+
+// Validate checks the change in field order: status, then group_id (a
+// positive integer here; that it is a group of the program is checked
+// against the database). Errors: EInvalid.
+func (in PartnerChangeInput) Validate() (PartnerChange, error) {
+	var ch PartnerChange
+	if !in.Status.Present && !in.GroupID.Present {
+		return ch, NewError(EInvalid, MsgPartnerNoChange)
+	}
+	if in.Status.Present {
+		if v := in.Status.Value; in.Status.Bad || (v != EnrollmentActive && v != EnrollmentSuspended) {
+			return ch, NewError(EInvalid, MsgPartnerChangeStatus)
+		}
+		ch.Status = in.Status.Value
+	}
+	if in.GroupID.Present {
+		if in.GroupID.Bad || in.GroupID.Value < 1 {
+			return ch, NewError(EInvalid, MsgPartnerGroupID)
+		}
+		ch.GroupID = in.GroupID.Value
+	}
+	return ch, nil
+}
+
+// PartnerChanged is what a committed change did: the partner's link codes
+// in the program, which every edge must drop from its cache when the
+// status changed (StatusChanged).
+type PartnerChanged struct {
+	StatusChanged bool
+	LinkCodes     []string
+}
+
 // ProgramPartnerService reads a program's partners for the brand.
 type ProgramPartnerService interface {
 	// ProgramPartners returns q's page of the program's partners, newest
@@ -161,4 +229,11 @@ type ProgramPartnerService interface {
 	// ProgramPartner returns one partner of the program with its links
 	// there. Errors: ENotFound (the partner is not enrolled in it).
 	ProgramPartner(ctx context.Context, programID, partnerID int64) (*ProgramPartnerDetail, error)
+	// ChangePartner suspends, re-activates and/or moves a partner of the
+	// program to another of its groups, in one transaction with its audit
+	// entries and webhooks (partner.suspended; partner.enrolled when it is
+	// made active again). Nothing changes for a value equal to the
+	// current one. Errors: EInvalid (MsgPartnerGroupID), ENotFound
+	// (partner not enrolled), EConflict (MsgPartnerRemoved).
+	ChangePartner(ctx context.Context, programID, partnerID, actorID int64, ch PartnerChange) (*PartnerChanged, error)
 }

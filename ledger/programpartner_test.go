@@ -45,7 +45,7 @@ func TestProgramPartnerQueryValidate(t *testing.T) {
 		{"pageSize zero", ProgramPartnerQueryInput{PageSize: Some[int64](0)}, MsgEventPageSize},
 		{"pageSize 101", ProgramPartnerQueryInput{PageSize: Some[int64](101)}, MsgEventPageSize},
 		{"pageSize not a number", ProgramPartnerQueryInput{PageSize: BadInput[int64]()}, MsgEventPageSize},
-		{"status unknown", ProgramPartnerQueryInput{Status: Some("suspended")}, MsgPartnerStatus},
+		{"status unknown", ProgramPartnerQueryInput{Status: Some("paused")}, MsgPartnerStatus},
 		{"status upper case", ProgramPartnerQueryInput{Status: Some("ACTIVE")}, MsgPartnerStatus},
 		{"q of 101 characters", ProgramPartnerQueryInput{Q: Some(strings.Repeat("a", 101))}, MsgPartnerSearch},
 		{"q with NUL", ProgramPartnerQueryInput{Q: Some("a\x00b")}, MsgPartnerSearch},

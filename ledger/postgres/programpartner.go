@@ -4,21 +4,38 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
+	"github.com/jmoiron/sqlx"
 	"github.com/shopspring/decimal"
 
 	"github.com/partnertrack/partnertrack/ledger"
 )
 
 // ProgramPartnerService implements ledger.ProgramPartnerService: the
-// brand's view of a program's partners, counted from the raw tables.
-type ProgramPartnerService struct{ db *DB }
+// brand's view of a program's partners, counted from the raw tables, and
+// its changes of them.
+type ProgramPartnerService struct {
+	db    *DB
+	after *afterCommit
+}
 
-// NewProgramPartnerService returns the partner listing over db.
-func NewProgramPartnerService(db *DB) *ProgramPartnerService { return &ProgramPartnerService{db: db} }
+// NewProgramPartnerService returns the partner listing over db. relay
+// sends the webhooks of a change after its commit (nil: the outbox sweep
+// sends them).
+func NewProgramPartnerService(db *DB, relay ledger.OutboxRelay, logger *slog.Logger) *ProgramPartnerService {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	return &ProgramPartnerService{db: db, after: &afterCommit{relay: relay, logger: logger}}
+}
+
+// WaitRelays blocks until the relays started after commits have finished.
+func (s *ProgramPartnerService) WaitRelays() { s.after.wait() }
 
 var _ ledger.ProgramPartnerService = (*ProgramPartnerService)(nil)
 
@@ -31,6 +48,12 @@ func partnerFilter(q ledger.ProgramPartnerQuery) (string, []any) {
 	if q.Status != "" {
 		args = append(args, q.Status)
 		where = append(where, fmt.Sprintf("e.status = $%d", len(args)))
+	}
+	if q.GroupID != 0 {
+		// A group of another program matches nothing: the program's
+		// enrollments are never in it.
+		args = append(args, q.GroupID)
+		where = append(where, fmt.Sprintf("e.group_id = $%d", len(args)))
 	}
 	if q.Search != "" {
 		// strpos, not LIKE: the search is a plain substring, and % or _
@@ -83,6 +106,8 @@ type partnerRow struct {
 	Status      sql.NullString
 	JoinedAt    sql.NullTime
 	Currency    string
+	GroupID     sql.NullInt64
+	GroupName   sql.NullString
 	Clicks      int64
 	Leads       int64
 	Sales       []byte
@@ -92,7 +117,7 @@ type partnerRow struct {
 
 func (r *partnerRow) scan(rows *sql.Rows) error {
 	return rows.Scan(&r.Total, &r.PartnerID, &r.Name, &r.Email, &r.Status, &r.JoinedAt, &r.Currency,
-		&r.Clicks, &r.Leads, &r.Sales, &r.Commissions, &r.Balance)
+		&r.GroupID, &r.GroupName, &r.Clicks, &r.Leads, &r.Sales, &r.Commissions, &r.Balance)
 }
 
 // partner converts the row, reading the per-currency sums exactly.
@@ -100,6 +125,7 @@ func (r *partnerRow) partner() (ledger.ProgramPartner, error) {
 	p := ledger.ProgramPartner{
 		PartnerID: r.PartnerID.Int64, Name: r.Name.String, Email: r.Email.String, Status: r.Status.String,
 		JoinedAt: r.JoinedAt.Time.UTC(), Currency: ledger.Currency(r.Currency),
+		GroupID: r.GroupID.Int64, GroupName: r.GroupName.String,
 		Clicks: r.Clicks, Leads: r.Leads, Balance: int64(r.Balance),
 		Revenue: map[ledger.Currency]int64{}, Commissions: map[ledger.Currency]ledger.CommissionTotals{},
 	}
@@ -154,7 +180,7 @@ func (s *ProgramPartnerService) ProgramPartners(ctx context.Context, q ledger.Pr
 	args = append(args, q.PageSize, q.Offset())
 	rows, err := s.db.QueryContext(ctx, `
 		WITH pg AS (
-			SELECT e.partner_id, e.status, e.created_at, p.name, p.email
+			SELECT e.partner_id, e.status, e.created_at, p.name, p.email, e.group_id
 			FROM enrollments e JOIN partners p ON p.id = e.partner_id
 			WHERE `+where+`
 			ORDER BY e.created_at DESC, e.partner_id DESC
@@ -164,7 +190,8 @@ func (s *ProgramPartnerService) ProgramPartners(ctx context.Context, q ledger.Pr
 			FROM enrollments e JOIN partners p ON p.id = e.partner_id
 			WHERE `+where+`
 		)
-		SELECT total.n, pg.partner_id, pg.name, pg.email, pg.status, pg.created_at, prog.currency,`+partnerCounts+`
+		SELECT total.n, pg.partner_id, pg.name, pg.email, pg.status, pg.created_at, prog.currency, pg.group_id,
+			(SELECT name FROM partner_groups WHERE id = pg.group_id) AS group_name,`+partnerCounts+`
 		FROM total
 		JOIN programs prog ON prog.id = $1
 		LEFT JOIN pg ON true
@@ -206,13 +233,14 @@ func (s *ProgramPartnerService) ProgramPartnerBatch(ctx context.Context, q ledge
 	args = append(args, ledger.PartnerExportBatch)
 	rows, err := s.db.QueryContext(ctx, `
 		WITH pg AS (
-			SELECT e.partner_id, e.status, e.created_at, p.name, p.email
+			SELECT e.partner_id, e.status, e.created_at, p.name, p.email, e.group_id
 			FROM enrollments e JOIN partners p ON p.id = e.partner_id
 			WHERE `+where+`
 			ORDER BY e.created_at DESC, e.partner_id DESC
 			LIMIT $`+fmt.Sprint(len(args))+`
 		)
-		SELECT 0::bigint, pg.partner_id, pg.name, pg.email, pg.status, pg.created_at, prog.currency,`+partnerCounts+`
+		SELECT 0::bigint, pg.partner_id, pg.name, pg.email, pg.status, pg.created_at, prog.currency, pg.group_id,
+			(SELECT name FROM partner_groups WHERE id = pg.group_id) AS group_name,`+partnerCounts+`
 		FROM pg
 		JOIN programs prog ON prog.id = $1
 		ORDER BY pg.created_at DESC, pg.partner_id DESC`, args...)
@@ -242,11 +270,12 @@ func (s *ProgramPartnerService) ProgramPartner(ctx context.Context, programID, p
 	defer wrap(&err, "postgres.ProgramPartner(%d, %d)", programID, partnerID)
 	rows, err := s.db.QueryContext(ctx, `
 		WITH pg AS (
-			SELECT e.partner_id, e.status, e.created_at, p.name, p.email
+			SELECT e.partner_id, e.status, e.created_at, p.name, p.email, e.group_id
 			FROM enrollments e JOIN partners p ON p.id = e.partner_id
 			WHERE e.program_id = $1 AND e.partner_id = $2 AND NOT p.is_test
 		)
-		SELECT 0::bigint, pg.partner_id, pg.name, pg.email, pg.status, pg.created_at, prog.currency,`+partnerCounts+`
+		SELECT 0::bigint, pg.partner_id, pg.name, pg.email, pg.status, pg.created_at, prog.currency, pg.group_id,
+			(SELECT name FROM partner_groups WHERE id = pg.group_id) AS group_name,`+partnerCounts+`
 		FROM pg
 		JOIN programs prog ON prog.id = $1`, programID, partnerID)
 	if err != nil {
@@ -287,4 +316,97 @@ func (s *ProgramPartnerService) ProgramPartner(ctx context.Context, programID, p
 		d.Links = append(d.Links, l)
 	}
 	return d, links.Err()
+}
+
+// ChangePartner locks the partner's enrollment in the program and applies
+// the change: a new status and/or group, each with its audit entry, and
+// for a new status the webhook (partner.suspended, or partner.enrolled
+// when it is active again) in the same transaction. It returns the
+// partner's link codes in the program, which the caller drops from every
+// edge's cache once committed: the click path reads the enrollment with
+// the link (TrafficStore.ReferralLink).
+func (s *ProgramPartnerService) ChangePartner(ctx context.Context, programID, partnerID, actorID int64, ch ledger.PartnerChange) (out *ledger.PartnerChanged, err error) {
+	defer wrap(&err, "postgres.ChangePartner(%d, %d)", programID, partnerID)
+	now := s.db.now()
+	var msgs []ledger.OutboxMessage
+	err = s.db.Transact(ctx, func(tx *sqlx.Tx) error {
+		msgs, out = nil, &ledger.PartnerChanged{}
+		var cur struct {
+			Status   string    `db:"status"`
+			GroupID  int64     `db:"group_id"`
+			Name     string    `db:"name"`
+			Email    string    `db:"email"`
+			JoinedAt time.Time `db:"created_at"`
+		}
+		err := tx.GetContext(ctx, &cur, `
+			SELECT e.status, e.group_id, p.name, p.email, e.created_at
+			FROM enrollments e JOIN partners p ON p.id = e.partner_id
+			WHERE e.program_id = $1 AND e.partner_id = $2 AND NOT p.is_test
+			FOR NO KEY UPDATE OF e`, programID, partnerID)
+		if errors.Is(err, sql.ErrNoRows) {
+			return notFound("partner")
+		} else if err != nil {
+			return err
+		}
+		if cur.Status == ledger.EnrollmentRemoved {
+			return ledger.NewError(ledger.EConflict, ledger.MsgPartnerRemoved)
+		}
+		status, group := cur.Status, cur.GroupID
+		if ch.Status != "" {
+			status = ch.Status
+		}
+		if ch.GroupID != 0 && ch.GroupID != cur.GroupID {
+			var ok bool
+			if err := tx.GetContext(ctx, &ok, `SELECT EXISTS (SELECT 1 FROM partner_groups WHERE id = $1 AND program_id = $2)`,
+				ch.GroupID, programID); err != nil {
+				return err
+			}
+			if !ok {
+				return ledger.NewError(ledger.EInvalid, ledger.MsgPartnerGroupID)
+			}
+			group = ch.GroupID
+		}
+		if status == cur.Status && group == cur.GroupID {
+			return nil
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE enrollments SET status = $3, group_id = $4 WHERE program_id = $1 AND partner_id = $2`,
+			programID, partnerID, status, group); err != nil {
+			return err
+		}
+		if group != cur.GroupID {
+			if err := insertAudit(ctx, tx, ledger.AuditEntry{
+				ProgramID: programID, ActorUserID: actorID, Action: "partner.group_changed", SubjectType: "partner",
+				SubjectID: partnerID, Details: map[string]any{"from": cur.GroupID, "to": group},
+			}, now); err != nil {
+				return err
+			}
+		}
+		if status == cur.Status {
+			return nil
+		}
+		out.StatusChanged = true
+		action, event := "partner.suspended", ledger.EventPartnerSuspended
+		if status == ledger.EnrollmentActive {
+			action, event = "partner.reactivated", ledger.EventPartnerEnrolled
+		}
+		if err := insertAudit(ctx, tx, ledger.AuditEntry{
+			ProgramID: programID, ActorUserID: actorID, Action: action, SubjectType: "partner",
+			SubjectID: partnerID, Details: map[string]any{"from": cur.Status, "to": status},
+		}, now); err != nil {
+			return err
+		}
+		if msgs, err = brandEvent(ctx, tx, programID, event, ledger.PartnerEventData{
+			PartnerID: partnerID, ProgramID: programID, Name: cur.Name, Email: cur.Email, Status: status,
+			GroupID: group, JoinedAt: ledger.FormatTime(cur.JoinedAt),
+		}, now); err != nil {
+			return err
+		}
+		return tx.SelectContext(ctx, &out.LinkCodes, `SELECT code FROM links WHERE program_id = $1 AND partner_id = $2 ORDER BY id`,
+			programID, partnerID)
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.after.send(msgs)
+	return out, nil
 }

@@ -28,7 +28,7 @@ func setupPartnerListing(t *testing.T) *partnerListing {
 	t.Helper()
 	b := setupLedger(t, "0")
 	ctx := context.Background()
-	l := &partnerListing{ledgerBundle: b, svc: postgres.NewProgramPartnerService(b.db.DB)}
+	l := &partnerListing{ledgerBundle: b, svc: postgres.NewProgramPartnerService(b.db.DB, nil, nil)}
 	l.world = b.MustWorld(t, programInput("recurring_percent", "10", "USD", 0, 30))
 	l.linkIDs = []int64{l.world.linkID}
 	pat := l.world.partnerID
@@ -301,7 +301,7 @@ func TestProgramPartnerBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	q, _ := ledger.ProgramPartnerQueryInput{}.Validate(w.program.ID)
-	svc := postgres.NewProgramPartnerService(b.db.DB)
+	svc := postgres.NewProgramPartnerService(b.db.DB, nil, nil)
 	// walk reads every batch of q and returns the partners and the batches.
 	walk := func(q ledger.ProgramPartnerQuery) ([]ledger.ProgramPartner, int) {
 		t.Helper()

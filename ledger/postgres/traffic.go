@@ -23,7 +23,10 @@ func NewTrafficStore(db *DB) *TrafficStore { return &TrafficStore{db: db} }
 var _ ledger.TrafficStore = (*TrafficStore)(nil)
 
 // ReferralLink returns the link with code and its program's tracker
-// settings.
+// settings. A link counts as active only while its partner's enrollment
+// in the program is active: a suspended (or removed) partner's links
+// answer the click as disabled links do (410), and come back when the
+// partner is made active again.
 func (s *TrafficStore) ReferralLink(ctx context.Context, code string) (l *ledger.ReferralLink, err error) {
 	defer wrap(&err, "postgres.ReferralLink(%q)", code)
 	l = &ledger.ReferralLink{}
@@ -31,7 +34,10 @@ func (s *TrafficStore) ReferralLink(ctx context.Context, code string) (l *ledger
 	var cookie sql.NullInt32
 	var leadAuth sql.NullString
 	err = s.db.QueryRowContext(ctx, `
-		SELECT l.id, l.code, l.active, l.is_test, l.partner_id, p.id, p.cookie_duration, p.lead_auth
+		SELECT l.id, l.code,
+			l.active AND NOT EXISTS (SELECT 1 FROM enrollments e
+				WHERE e.program_id = l.program_id AND e.partner_id = l.partner_id AND e.status <> 'active'),
+			l.is_test, l.partner_id, p.id, p.cookie_duration, p.lead_auth
 		FROM links l LEFT JOIN programs p ON p.id = l.program_id
 		WHERE l.code = $1`, code).
 		Scan(&l.LinkID, &l.Code, &l.Active, &l.IsTest, &l.PartnerID, &programID, &cookie, &leadAuth)

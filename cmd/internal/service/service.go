@@ -207,6 +207,8 @@ func (b *Backends) Edge(ctx context.Context) (*ingest.Server, error) {
 	// Relays started after a commit finish before the connections close;
 	// one cut off would only leave its messages to the outbox sweep.
 	b.closers = append(b.closers, leads.WaitRelays, sales.WaitRelays, refunds.WaitRelays)
+	programPartners := postgres.NewProgramPartnerService(b.DB, outbox, b.Logger)
+	b.closers = append(b.closers, programPartners.WaitRelays)
 	cli := postgres.NewCLIService(b.DB)
 	return ingest.New(ingest.Config{
 		PublicBaseURL:       b.Config.PublicBaseURL,
@@ -247,7 +249,8 @@ func (b *Backends) Edge(ctx context.Context) (*ingest.Server, error) {
 		// The edge only stores and queues processor events.
 		Processor: postgres.NewProcessorService(b.DB, postgres.ProcessorOptions{Enqueuer: b.Enqueuer(), Logger: b.Logger}),
 
-		ProgramPartners: postgres.NewProgramPartnerService(b.DB),
+		ProgramPartners: programPartners,
+		Groups:          postgres.NewGroupService(b.DB),
 	}, ingest.Options{
 		Limiter:  ratelimit.New(store, nil),
 		Logger:   b.Logger,
