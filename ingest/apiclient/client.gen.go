@@ -1093,6 +1093,84 @@ func (e OpsReadinessStatus) Valid() bool {
 	}
 }
 
+// Defines values for PartnerGroupCommissionType.
+const (
+	PartnerGroupCommissionTypeFixed            PartnerGroupCommissionType = "fixed"
+	PartnerGroupCommissionTypePercent          PartnerGroupCommissionType = "percent"
+	PartnerGroupCommissionTypeRecurringFixed   PartnerGroupCommissionType = "recurring_fixed"
+	PartnerGroupCommissionTypeRecurringPercent PartnerGroupCommissionType = "recurring_percent"
+)
+
+// Valid indicates whether the value is a known member of the PartnerGroupCommissionType enum.
+func (e PartnerGroupCommissionType) Valid() bool {
+	switch e {
+	case PartnerGroupCommissionTypeFixed:
+		return true
+	case PartnerGroupCommissionTypePercent:
+		return true
+	case PartnerGroupCommissionTypeRecurringFixed:
+		return true
+	case PartnerGroupCommissionTypeRecurringPercent:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PartnerGroupCreateCommissionType.
+const (
+	PartnerGroupCreateCommissionTypeFixed            PartnerGroupCreateCommissionType = "fixed"
+	PartnerGroupCreateCommissionTypeLessThannil      PartnerGroupCreateCommissionType = "<nil>"
+	PartnerGroupCreateCommissionTypePercent          PartnerGroupCreateCommissionType = "percent"
+	PartnerGroupCreateCommissionTypeRecurringFixed   PartnerGroupCreateCommissionType = "recurring_fixed"
+	PartnerGroupCreateCommissionTypeRecurringPercent PartnerGroupCreateCommissionType = "recurring_percent"
+)
+
+// Valid indicates whether the value is a known member of the PartnerGroupCreateCommissionType enum.
+func (e PartnerGroupCreateCommissionType) Valid() bool {
+	switch e {
+	case PartnerGroupCreateCommissionTypeFixed:
+		return true
+	case PartnerGroupCreateCommissionTypeLessThannil:
+		return true
+	case PartnerGroupCreateCommissionTypePercent:
+		return true
+	case PartnerGroupCreateCommissionTypeRecurringFixed:
+		return true
+	case PartnerGroupCreateCommissionTypeRecurringPercent:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PartnerGroupUpdateCommissionType.
+const (
+	PartnerGroupUpdateCommissionTypeFixed            PartnerGroupUpdateCommissionType = "fixed"
+	PartnerGroupUpdateCommissionTypeLessThannil      PartnerGroupUpdateCommissionType = "<nil>"
+	PartnerGroupUpdateCommissionTypePercent          PartnerGroupUpdateCommissionType = "percent"
+	PartnerGroupUpdateCommissionTypeRecurringFixed   PartnerGroupUpdateCommissionType = "recurring_fixed"
+	PartnerGroupUpdateCommissionTypeRecurringPercent PartnerGroupUpdateCommissionType = "recurring_percent"
+)
+
+// Valid indicates whether the value is a known member of the PartnerGroupUpdateCommissionType enum.
+func (e PartnerGroupUpdateCommissionType) Valid() bool {
+	switch e {
+	case PartnerGroupUpdateCommissionTypeFixed:
+		return true
+	case PartnerGroupUpdateCommissionTypeLessThannil:
+		return true
+	case PartnerGroupUpdateCommissionTypePercent:
+		return true
+	case PartnerGroupUpdateCommissionTypeRecurringFixed:
+		return true
+	case PartnerGroupUpdateCommissionTypeRecurringPercent:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for PlatformErrorErrorCode.
 const (
 	PlatformErrorErrorCodeDuplicateTransaction PlatformErrorErrorCode = "duplicate_transaction"
@@ -1551,8 +1629,9 @@ func (e ProgramPartnerCurrency) Valid() bool {
 
 // Defines values for ProgramPartnerStatus.
 const (
-	ProgramPartnerStatusActive  ProgramPartnerStatus = "active"
-	ProgramPartnerStatusRemoved ProgramPartnerStatus = "removed"
+	ProgramPartnerStatusActive    ProgramPartnerStatus = "active"
+	ProgramPartnerStatusRemoved   ProgramPartnerStatus = "removed"
+	ProgramPartnerStatusSuspended ProgramPartnerStatus = "suspended"
 )
 
 // Valid indicates whether the value is a known member of the ProgramPartnerStatus enum.
@@ -1561,6 +1640,8 @@ func (e ProgramPartnerStatus) Valid() bool {
 	case ProgramPartnerStatusActive:
 		return true
 	case ProgramPartnerStatusRemoved:
+		return true
+	case ProgramPartnerStatusSuspended:
 		return true
 	default:
 		return false
@@ -1590,8 +1671,9 @@ func (e ProgramPartnerDetailCurrency) Valid() bool {
 
 // Defines values for ProgramPartnerDetailStatus.
 const (
-	ProgramPartnerDetailStatusActive  ProgramPartnerDetailStatus = "active"
-	ProgramPartnerDetailStatusRemoved ProgramPartnerDetailStatus = "removed"
+	ProgramPartnerDetailStatusActive    ProgramPartnerDetailStatus = "active"
+	ProgramPartnerDetailStatusRemoved   ProgramPartnerDetailStatus = "removed"
+	ProgramPartnerDetailStatusSuspended ProgramPartnerDetailStatus = "suspended"
 )
 
 // Valid indicates whether the value is a known member of the ProgramPartnerDetailStatus enum.
@@ -1600,6 +1682,29 @@ func (e ProgramPartnerDetailStatus) Valid() bool {
 	case ProgramPartnerDetailStatusActive:
 		return true
 	case ProgramPartnerDetailStatusRemoved:
+		return true
+	case ProgramPartnerDetailStatusSuspended:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ProgramPartnerUpdateStatus.
+const (
+	ProgramPartnerUpdateStatusActive      ProgramPartnerUpdateStatus = "active"
+	ProgramPartnerUpdateStatusLessThannil ProgramPartnerUpdateStatus = "<nil>"
+	ProgramPartnerUpdateStatusSuspended   ProgramPartnerUpdateStatus = "suspended"
+)
+
+// Valid indicates whether the value is a known member of the ProgramPartnerUpdateStatus enum.
+func (e ProgramPartnerUpdateStatus) Valid() bool {
+	switch e {
+	case ProgramPartnerUpdateStatusActive:
+		return true
+	case ProgramPartnerUpdateStatusLessThannil:
+		return true
+	case ProgramPartnerUpdateStatusSuspended:
 		return true
 	default:
 		return false
@@ -1758,8 +1863,9 @@ func (e ListBrandLinksParamsStatus) Valid() bool {
 
 // Defines values for ListProgramPartnersParamsStatus.
 const (
-	ListProgramPartnersParamsStatusActive  ListProgramPartnersParamsStatus = "active"
-	ListProgramPartnersParamsStatusRemoved ListProgramPartnersParamsStatus = "removed"
+	ListProgramPartnersParamsStatusActive    ListProgramPartnersParamsStatus = "active"
+	ListProgramPartnersParamsStatusRemoved   ListProgramPartnersParamsStatus = "removed"
+	ListProgramPartnersParamsStatusSuspended ListProgramPartnersParamsStatus = "suspended"
 )
 
 // Valid indicates whether the value is a known member of the ListProgramPartnersParamsStatus enum.
@@ -1768,6 +1874,8 @@ func (e ListProgramPartnersParamsStatus) Valid() bool {
 	case ListProgramPartnersParamsStatusActive:
 		return true
 	case ListProgramPartnersParamsStatusRemoved:
+		return true
+	case ListProgramPartnersParamsStatusSuspended:
 		return true
 	default:
 		return false
@@ -2854,6 +2962,85 @@ type OpsReadiness struct {
 // OpsReadinessStatus defines model for OpsReadiness.Status.
 type OpsReadinessStatus string
 
+// PartnerGroup A group of the program's partners with the commission terms in force.
+type PartnerGroup struct {
+	// CommissionRate Percent for the percent types; major units of the program's currency for the fixed ones.
+	CommissionRate json.Number                `json:"commission_rate"`
+	CommissionType PartnerGroupCommissionType `json:"commission_type"`
+	CreatedAt      time.Time                  `json:"created_at"`
+
+	// DurationMonths 0 means lifetime.
+	DurationMonths int   `json:"duration_months"`
+	HoldDays       int   `json:"hold_days"`
+	Id             int64 `json:"id"`
+
+	// IsDefault The program's default group: its terms are the program's own commission fields.
+	IsDefault bool   `json:"is_default"`
+	Name      string `json:"name"`
+
+	// Partners The group's partners that are not removed (active or suspended).
+	Partners int `json:"partners"`
+
+	// PolicyId The current version of the group's terms; null for the default group.
+	PolicyId  *int64    `json:"policy_id"`
+	ProgramId int64     `json:"program_id"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// PartnerGroupCommissionType defines model for PartnerGroup.CommissionType.
+type PartnerGroupCommissionType string
+
+// PartnerGroupCreate A new group; the terms not sent are the program's current ones.
+type PartnerGroupCreate struct {
+	// CommissionRate Positive, at most 4 decimal places; at most 100 for the percent types, 1000000000 for the fixed ones.
+	CommissionRate *json.Number                      `json:"commission_rate,omitempty"`
+	CommissionType *PartnerGroupCreateCommissionType `json:"commission_type,omitempty"`
+
+	// DurationMonths 0 means lifetime.
+	DurationMonths *int `json:"duration_months,omitempty"`
+
+	// HoldDays 0 to 365.
+	HoldDays *int `json:"hold_days,omitempty"`
+
+	// Name 1 to 100 characters after trimming; unique in the program.
+	Name *string `json:"name"`
+}
+
+// PartnerGroupCreateCommissionType defines model for PartnerGroupCreate.CommissionType.
+type PartnerGroupCreateCommissionType string
+
+// PartnerGroupList defines model for PartnerGroupList.
+type PartnerGroupList struct {
+	Data []PartnerGroup `json:"data"`
+}
+
+// PartnerGroupResponse defines model for PartnerGroupResponse.
+type PartnerGroupResponse struct {
+	// Data A group of the program's partners with the commission terms in force.
+	Data PartnerGroup `json:"data"`
+}
+
+// PartnerGroupUpdate The fields to change; absent or null fields keep their value. The
+// terms follow the program's rules and messages, checked in the
+// program's order.
+type PartnerGroupUpdate struct {
+	// CommissionRate Positive, at most 4 decimal places; at most 100 for the percent types, 1000000000 for the fixed ones.
+	CommissionRate *json.Number                      `json:"commission_rate,omitempty"`
+	CommissionType *PartnerGroupUpdateCommissionType `json:"commission_type,omitempty"`
+
+	// DurationMonths 0 means lifetime.
+	DurationMonths *int `json:"duration_months,omitempty"`
+
+	// HoldDays 0 to 365.
+	HoldDays *int `json:"hold_days,omitempty"`
+
+	// Name 1 to 100 characters after trimming; unique in the program.
+	Name *string `json:"name,omitempty"`
+}
+
+// PartnerGroupUpdateCommissionType defines model for PartnerGroupUpdate.CommissionType.
+type PartnerGroupUpdateCommissionType string
+
 // PlatformError The platform envelope of a failure: `data` is null and `error` has
 // `status`, `name`, `message`, `details` and, on sale and refund,
 // the stable `code`.
@@ -3058,6 +3245,12 @@ type ProgramPartner struct {
 	Currency ProgramPartnerCurrency `json:"currency"`
 	Email    string                 `json:"email"`
 
+	// GroupId The partner's group in the program.
+	GroupId int64 `json:"group_id"`
+
+	// GroupName The group's name.
+	GroupName string `json:"group_name"`
+
 	// Id The partner id.
 	Id int64 `json:"id"`
 
@@ -3117,6 +3310,12 @@ type ProgramPartnerDetail struct {
 	Currency ProgramPartnerDetailCurrency `json:"currency"`
 	Email    string                       `json:"email"`
 
+	// GroupId The partner's group in the program.
+	GroupId int64 `json:"group_id"`
+
+	// GroupName The group's name.
+	GroupName string `json:"group_name"`
+
 	// Id The partner id.
 	Id int64 `json:"id"`
 
@@ -3170,6 +3369,16 @@ type ProgramPartnerList struct {
 
 // ProgramPartnerMoney An amount in major units of its currency, exact (12.05 is 1205 cents).
 type ProgramPartnerMoney = json.Number
+
+// ProgramPartnerUpdate The brand's change of a partner in its program; at least one field.
+type ProgramPartnerUpdate struct {
+	// GroupId A group of this program.
+	GroupId *int64                      `json:"group_id,omitempty"`
+	Status  *ProgramPartnerUpdateStatus `json:"status,omitempty"`
+}
+
+// ProgramPartnerUpdateStatus defines model for ProgramPartnerUpdate.Status.
+type ProgramPartnerUpdateStatus string
 
 // RateLimitError Over a rate limit (typed envelope, code `rate_limited`); nothing was recorded.
 type RateLimitError struct {
@@ -3884,6 +4093,9 @@ type ListProgramPartnersParams struct {
 	// Status The enrollment status (empty is every status).
 	Status *ListProgramPartnersParamsStatus `form:"status,omitempty" json:"status,omitempty"`
 
+	// GroupId Only the partners in this group (empty is every group); a group of another program matches nothing.
+	GroupId *int64 `form:"group_id,omitempty" json:"group_id,omitempty"`
+
 	// Q Case-insensitive substring of the partner's name or email, at most 100 characters (`%` and `_` mean themselves).
 	Q *string `form:"q,omitempty" json:"q,omitempty"`
 
@@ -4051,11 +4263,20 @@ type CliTestEventJSONRequestBody = CliTestEventRequest
 // GenerateProgramKeyJSONRequestBody defines body for GenerateProgramKey for application/json ContentType.
 type GenerateProgramKeyJSONRequestBody = DashKeyRequest
 
+// CreatePartnerGroupJSONRequestBody defines body for CreatePartnerGroup for application/json ContentType.
+type CreatePartnerGroupJSONRequestBody = PartnerGroupCreate
+
+// UpdatePartnerGroupJSONRequestBody defines body for UpdatePartnerGroup for application/json ContentType.
+type UpdatePartnerGroupJSONRequestBody = PartnerGroupUpdate
+
 // CreateBrandLinkJSONRequestBody defines body for CreateBrandLink for application/json ContentType.
 type CreateBrandLinkJSONRequestBody = BrandLinkCreate
 
 // UpdateBrandLinkJSONRequestBody defines body for UpdateBrandLink for application/json ContentType.
 type UpdateBrandLinkJSONRequestBody = BrandLinkUpdate
+
+// UpdateProgramPartnerJSONRequestBody defines body for UpdateProgramPartner for application/json ContentType.
+type UpdateProgramPartnerJSONRequestBody = ProgramPartnerUpdate
 
 // UpdateProgramSettingsJSONRequestBody defines body for UpdateProgramSettings for application/json ContentType.
 type UpdateProgramSettingsJSONRequestBody = DashSettingsUpdate
@@ -5849,6 +6070,81 @@ type ClientInterface interface {
 	// Corresponds with POST /api/v1/programs/{id}/api-key (the `GenerateProgramKey` operationId).
 	GenerateProgramKey(ctx context.Context, id int64, body GenerateProgramKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListPartnerGroups List the program's partner groups
+	//
+	// Any member of the program's workspace (`partners:read`). Every
+	// group of the program (at most 100), the default group first, then
+	// by id: its terms in force (the default group's are the program's
+	// own commission fields, and its `policy_id` is null) and how many
+	// partners it has (active or suspended). Not paged.
+	//
+	// Corresponds with GET /api/v1/programs/{id}/groups (the `ListPartnerGroups` operationId).
+	ListPartnerGroups(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreatePartnerGroupWithBody Create a partner group with its own commission terms
+	//
+	// Owner or admin (`partners:write`). `name` is required (1 to 100
+	// characters after trimming, unique in the program: a taken name is
+	// a 409). The terms use the program's names, rules and messages;
+	// the ones not sent are the program's current ones. The group and
+	// the first version of its terms (`policy_id`) are written together,
+	// with an audit entry `group.created`. A program has at most 100
+	// groups (409 past that).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/programs/{id}/groups (the `CreatePartnerGroup` operationId).
+	CreatePartnerGroupWithBody(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreatePartnerGroup Create a partner group with its own commission terms
+	//
+	// Owner or admin (`partners:write`). `name` is required (1 to 100
+	// characters after trimming, unique in the program: a taken name is
+	// a 409). The terms use the program's names, rules and messages;
+	// the ones not sent are the program's current ones. The group and
+	// the first version of its terms (`policy_id`) are written together,
+	// with an audit entry `group.created`. A program has at most 100
+	// groups (409 past that).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/programs/{id}/groups (the `CreatePartnerGroup` operationId).
+	CreatePartnerGroup(ctx context.Context, id int64, body CreatePartnerGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdatePartnerGroupWithBody Rename a partner group or change its terms
+	//
+	// Owner or admin (`partners:write`). New terms of a group are a new
+	// version (a new `policy_id`); the versions before never change, so
+	// a commission keeps the terms in force when its sale was recorded
+	// and only later sales earn by the new ones. Terms equal to the
+	// current ones write nothing. The default group's terms are the
+	// program's own commission fields: changing them changes the
+	// program, through the program settings' write path, in the same
+	// transaction. Each change is written to the audit log
+	// (`group.updated`). A group of another program is a 404.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /api/v1/programs/{id}/groups/{groupId} (the `UpdatePartnerGroup` operationId).
+	UpdatePartnerGroupWithBody(ctx context.Context, id int64, groupId int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdatePartnerGroup Rename a partner group or change its terms
+	//
+	// Owner or admin (`partners:write`). New terms of a group are a new
+	// version (a new `policy_id`); the versions before never change, so
+	// a commission keeps the terms in force when its sale was recorded
+	// and only later sales earn by the new ones. Terms equal to the
+	// current ones write nothing. The default group's terms are the
+	// program's own commission fields: changing them changes the
+	// program, through the program settings' write path, in the same
+	// transaction. Each change is written to the audit log
+	// (`group.updated`). A group of another program is a 404.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /api/v1/programs/{id}/groups/{groupId} (the `UpdatePartnerGroup` operationId).
+	UpdatePartnerGroup(ctx context.Context, id int64, groupId int64, body UpdatePartnerGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListBrandLinks List the program's partner links
 	//
 	// Any member of the program's workspace (`partners:read`). The
@@ -5966,6 +6262,44 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /api/v1/programs/{id}/partners/{partnerId} (the `GetProgramPartner` operationId).
 	GetProgramPartner(ctx context.Context, id int64, partnerId int64, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateProgramPartnerWithBody Suspend, re-activate or move a partner of the program
+	//
+	// Owner or admin (`partners:write`). `status` `suspended` suspends
+	// the partner: once the change commits, every edge instance drops
+	// its links from its cache and a click on any of them answers the
+	// spec's 410 (`link_disabled`); its later sales earn no commission;
+	// what it earned before stays as it is. `active` makes it active
+	// again (its links take clicks again). `group_id` moves it to
+	// another group of this program (later sales earn by that group's
+	// terms). A removed partner cannot be changed (409). Each change is
+	// written to the program's audit log; a change of status sends
+	// `partner.suspended` (or `partner.enrolled` when active again) to
+	// the program's webhook endpoints. Counted in the `partners` bucket.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /api/v1/programs/{id}/partners/{partnerId} (the `UpdateProgramPartner` operationId).
+	UpdateProgramPartnerWithBody(ctx context.Context, id int64, partnerId int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateProgramPartner Suspend, re-activate or move a partner of the program
+	//
+	// Owner or admin (`partners:write`). `status` `suspended` suspends
+	// the partner: once the change commits, every edge instance drops
+	// its links from its cache and a click on any of them answers the
+	// spec's 410 (`link_disabled`); its later sales earn no commission;
+	// what it earned before stays as it is. `active` makes it active
+	// again (its links take clicks again). `group_id` moves it to
+	// another group of this program (later sales earn by that group's
+	// terms). A removed partner cannot be changed (409). Each change is
+	// written to the program's audit log; a change of status sends
+	// `partner.suspended` (or `partner.enrolled` when active again) to
+	// the program's webhook endpoints. Counted in the `partners` bucket.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /api/v1/programs/{id}/partners/{partnerId} (the `UpdateProgramPartner` operationId).
+	UpdateProgramPartner(ctx context.Context, id int64, partnerId int64, body UpdateProgramPartnerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetProgramSettings Read a program's settings
 	//
@@ -7527,6 +7861,131 @@ func (c *Client) GenerateProgramKey(ctx context.Context, id int64, body Generate
 	return c.Client.Do(req)
 }
 
+// ListPartnerGroups List the program's partner groups
+//
+// Any member of the program's workspace (`partners:read`). Every
+// group of the program (at most 100), the default group first, then
+// by id: its terms in force (the default group's are the program's
+// own commission fields, and its `policy_id` is null) and how many
+// partners it has (active or suspended). Not paged.
+//
+// Corresponds with GET /api/v1/programs/{id}/groups (the `ListPartnerGroups` operationId).
+func (c *Client) ListPartnerGroups(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListPartnerGroupsRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreatePartnerGroupWithBody Create a partner group with its own commission terms
+//
+// Owner or admin (`partners:write`). `name` is required (1 to 100
+// characters after trimming, unique in the program: a taken name is
+// a 409). The terms use the program's names, rules and messages;
+// the ones not sent are the program's current ones. The group and
+// the first version of its terms (`policy_id`) are written together,
+// with an audit entry `group.created`. A program has at most 100
+// groups (409 past that).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/programs/{id}/groups (the `CreatePartnerGroup` operationId).
+func (c *Client) CreatePartnerGroupWithBody(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreatePartnerGroupRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreatePartnerGroup Create a partner group with its own commission terms
+//
+// Owner or admin (`partners:write`). `name` is required (1 to 100
+// characters after trimming, unique in the program: a taken name is
+// a 409). The terms use the program's names, rules and messages;
+// the ones not sent are the program's current ones. The group and
+// the first version of its terms (`policy_id`) are written together,
+// with an audit entry `group.created`. A program has at most 100
+// groups (409 past that).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/programs/{id}/groups (the `CreatePartnerGroup` operationId).
+func (c *Client) CreatePartnerGroup(ctx context.Context, id int64, body CreatePartnerGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreatePartnerGroupRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdatePartnerGroupWithBody Rename a partner group or change its terms
+//
+// Owner or admin (`partners:write`). New terms of a group are a new
+// version (a new `policy_id`); the versions before never change, so
+// a commission keeps the terms in force when its sale was recorded
+// and only later sales earn by the new ones. Terms equal to the
+// current ones write nothing. The default group's terms are the
+// program's own commission fields: changing them changes the
+// program, through the program settings' write path, in the same
+// transaction. Each change is written to the audit log
+// (`group.updated`). A group of another program is a 404.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /api/v1/programs/{id}/groups/{groupId} (the `UpdatePartnerGroup` operationId).
+func (c *Client) UpdatePartnerGroupWithBody(ctx context.Context, id int64, groupId int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdatePartnerGroupRequestWithBody(c.Server, id, groupId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdatePartnerGroup Rename a partner group or change its terms
+//
+// Owner or admin (`partners:write`). New terms of a group are a new
+// version (a new `policy_id`); the versions before never change, so
+// a commission keeps the terms in force when its sale was recorded
+// and only later sales earn by the new ones. Terms equal to the
+// current ones write nothing. The default group's terms are the
+// program's own commission fields: changing them changes the
+// program, through the program settings' write path, in the same
+// transaction. Each change is written to the audit log
+// (`group.updated`). A group of another program is a 404.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /api/v1/programs/{id}/groups/{groupId} (the `UpdatePartnerGroup` operationId).
+func (c *Client) UpdatePartnerGroup(ctx context.Context, id int64, groupId int64, body UpdatePartnerGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdatePartnerGroupRequest(c.Server, id, groupId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListBrandLinks List the program's partner links
 //
 // Any member of the program's workspace (`partners:read`). The
@@ -7715,6 +8174,64 @@ func (c *Client) ListProgramPartners(ctx context.Context, id int64, params *List
 // Corresponds with GET /api/v1/programs/{id}/partners/{partnerId} (the `GetProgramPartner` operationId).
 func (c *Client) GetProgramPartner(ctx context.Context, id int64, partnerId int64, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetProgramPartnerRequest(c.Server, id, partnerId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateProgramPartnerWithBody Suspend, re-activate or move a partner of the program
+//
+// Owner or admin (`partners:write`). `status` `suspended` suspends
+// the partner: once the change commits, every edge instance drops
+// its links from its cache and a click on any of them answers the
+// spec's 410 (`link_disabled`); its later sales earn no commission;
+// what it earned before stays as it is. `active` makes it active
+// again (its links take clicks again). `group_id` moves it to
+// another group of this program (later sales earn by that group's
+// terms). A removed partner cannot be changed (409). Each change is
+// written to the program's audit log; a change of status sends
+// `partner.suspended` (or `partner.enrolled` when active again) to
+// the program's webhook endpoints. Counted in the `partners` bucket.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /api/v1/programs/{id}/partners/{partnerId} (the `UpdateProgramPartner` operationId).
+func (c *Client) UpdateProgramPartnerWithBody(ctx context.Context, id int64, partnerId int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateProgramPartnerRequestWithBody(c.Server, id, partnerId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateProgramPartner Suspend, re-activate or move a partner of the program
+//
+// Owner or admin (`partners:write`). `status` `suspended` suspends
+// the partner: once the change commits, every edge instance drops
+// its links from its cache and a click on any of them answers the
+// spec's 410 (`link_disabled`); its later sales earn no commission;
+// what it earned before stays as it is. `active` makes it active
+// again (its links take clicks again). `group_id` moves it to
+// another group of this program (later sales earn by that group's
+// terms). A removed partner cannot be changed (409). Each change is
+// written to the program's audit log; a change of status sends
+// `partner.suspended` (or `partner.enrolled` when active again) to
+// the program's webhook endpoints. Counted in the `partners` bucket.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /api/v1/programs/{id}/partners/{partnerId} (the `UpdateProgramPartner` operationId).
+func (c *Client) UpdateProgramPartner(ctx context.Context, id int64, partnerId int64, body UpdateProgramPartnerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateProgramPartnerRequest(c.Server, id, partnerId, body)
 	if err != nil {
 		return nil, err
 	}
@@ -10264,6 +10781,141 @@ func NewGenerateProgramKeyRequestWithBody(server string, id int64, contentType s
 	return req, nil
 }
 
+// NewListPartnerGroupsRequest constructs an http.Request for the ListPartnerGroups method
+func NewListPartnerGroupsRequest(server string, id int64) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/programs/%s/groups", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreatePartnerGroupRequest calls the generic CreatePartnerGroup builder with application/json body
+func NewCreatePartnerGroupRequest(server string, id int64, body CreatePartnerGroupJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreatePartnerGroupRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewCreatePartnerGroupRequestWithBody constructs an http.Request for the CreatePartnerGroup method, with any body, and a specified content type
+func NewCreatePartnerGroupRequestWithBody(server string, id int64, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/programs/%s/groups", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewUpdatePartnerGroupRequest calls the generic UpdatePartnerGroup builder with application/json body
+func NewUpdatePartnerGroupRequest(server string, id int64, groupId int64, body UpdatePartnerGroupJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdatePartnerGroupRequestWithBody(server, id, groupId, "application/json", bodyReader)
+}
+
+// NewUpdatePartnerGroupRequestWithBody constructs an http.Request for the UpdatePartnerGroup method, with any body, and a specified content type
+func NewUpdatePartnerGroupRequestWithBody(server string, id int64, groupId int64, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "groupId", groupId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/programs/%s/groups/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewListBrandLinksRequest constructs an http.Request for the ListBrandLinks method
 func NewListBrandLinksRequest(server string, id int64, params *ListBrandLinksParams) (*http.Request, error) {
 	var err error
@@ -10567,6 +11219,18 @@ func NewListProgramPartnersRequest(server string, id int64, params *ListProgramP
 
 		}
 
+		if params.GroupId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "group_id", *params.GroupId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if params.Q != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "q", *params.Q, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
@@ -10642,6 +11306,60 @@ func NewGetProgramPartnerRequest(server string, id int64, partnerId int64) (*htt
 	if err != nil {
 		return nil, err
 	}
+
+	return req, nil
+}
+
+// NewUpdateProgramPartnerRequest calls the generic UpdateProgramPartner builder with application/json body
+func NewUpdateProgramPartnerRequest(server string, id int64, partnerId int64, body UpdateProgramPartnerJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateProgramPartnerRequestWithBody(server, id, partnerId, "application/json", bodyReader)
+}
+
+// NewUpdateProgramPartnerRequestWithBody constructs an http.Request for the UpdateProgramPartner method, with any body, and a specified content type
+func NewUpdateProgramPartnerRequestWithBody(server string, id int64, partnerId int64, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "partnerId", partnerId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/programs/%s/partners/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -12383,6 +13101,83 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/v1/programs/{id}/api-key (the `GenerateProgramKey` operationId).
 	GenerateProgramKeyWithResponse(ctx context.Context, id int64, body GenerateProgramKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*GenerateProgramKeyResponse, error)
 
+	// ListPartnerGroupsWithResponse List the program's partner groups
+	//
+	// Any member of the program's workspace (`partners:read`). Every
+	// group of the program (at most 100), the default group first, then
+	// by id: its terms in force (the default group's are the program's
+	// own commission fields, and its `policy_id` is null) and how many
+	// partners it has (active or suspended). Not paged.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/programs/{id}/groups (the `ListPartnerGroups` operationId).
+	ListPartnerGroupsWithResponse(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*ListPartnerGroupsResponse, error)
+
+	// CreatePartnerGroupWithBodyWithResponse Create a partner group with its own commission terms
+	//
+	// Owner or admin (`partners:write`). `name` is required (1 to 100
+	// characters after trimming, unique in the program: a taken name is
+	// a 409). The terms use the program's names, rules and messages;
+	// the ones not sent are the program's current ones. The group and
+	// the first version of its terms (`policy_id`) are written together,
+	// with an audit entry `group.created`. A program has at most 100
+	// groups (409 past that).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/programs/{id}/groups (the `CreatePartnerGroup` operationId).
+	CreatePartnerGroupWithBodyWithResponse(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreatePartnerGroupResponse, error)
+
+	// CreatePartnerGroupWithResponse Create a partner group with its own commission terms
+	//
+	// Owner or admin (`partners:write`). `name` is required (1 to 100
+	// characters after trimming, unique in the program: a taken name is
+	// a 409). The terms use the program's names, rules and messages;
+	// the ones not sent are the program's current ones. The group and
+	// the first version of its terms (`policy_id`) are written together,
+	// with an audit entry `group.created`. A program has at most 100
+	// groups (409 past that).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/programs/{id}/groups (the `CreatePartnerGroup` operationId).
+	CreatePartnerGroupWithResponse(ctx context.Context, id int64, body CreatePartnerGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*CreatePartnerGroupResponse, error)
+
+	// UpdatePartnerGroupWithBodyWithResponse Rename a partner group or change its terms
+	//
+	// Owner or admin (`partners:write`). New terms of a group are a new
+	// version (a new `policy_id`); the versions before never change, so
+	// a commission keeps the terms in force when its sale was recorded
+	// and only later sales earn by the new ones. Terms equal to the
+	// current ones write nothing. The default group's terms are the
+	// program's own commission fields: changing them changes the
+	// program, through the program settings' write path, in the same
+	// transaction. Each change is written to the audit log
+	// (`group.updated`). A group of another program is a 404.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /api/v1/programs/{id}/groups/{groupId} (the `UpdatePartnerGroup` operationId).
+	UpdatePartnerGroupWithBodyWithResponse(ctx context.Context, id int64, groupId int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdatePartnerGroupResponse, error)
+
+	// UpdatePartnerGroupWithResponse Rename a partner group or change its terms
+	//
+	// Owner or admin (`partners:write`). New terms of a group are a new
+	// version (a new `policy_id`); the versions before never change, so
+	// a commission keeps the terms in force when its sale was recorded
+	// and only later sales earn by the new ones. Terms equal to the
+	// current ones write nothing. The default group's terms are the
+	// program's own commission fields: changing them changes the
+	// program, through the program settings' write path, in the same
+	// transaction. Each change is written to the audit log
+	// (`group.updated`). A group of another program is a 404.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /api/v1/programs/{id}/groups/{groupId} (the `UpdatePartnerGroup` operationId).
+	UpdatePartnerGroupWithResponse(ctx context.Context, id int64, groupId int64, body UpdatePartnerGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdatePartnerGroupResponse, error)
+
 	// ListBrandLinksWithResponse List the program's partner links
 	//
 	// Any member of the program's workspace (`partners:read`). The
@@ -12508,6 +13303,44 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /api/v1/programs/{id}/partners/{partnerId} (the `GetProgramPartner` operationId).
 	GetProgramPartnerWithResponse(ctx context.Context, id int64, partnerId int64, reqEditors ...RequestEditorFn) (*GetProgramPartnerResponse, error)
+
+	// UpdateProgramPartnerWithBodyWithResponse Suspend, re-activate or move a partner of the program
+	//
+	// Owner or admin (`partners:write`). `status` `suspended` suspends
+	// the partner: once the change commits, every edge instance drops
+	// its links from its cache and a click on any of them answers the
+	// spec's 410 (`link_disabled`); its later sales earn no commission;
+	// what it earned before stays as it is. `active` makes it active
+	// again (its links take clicks again). `group_id` moves it to
+	// another group of this program (later sales earn by that group's
+	// terms). A removed partner cannot be changed (409). Each change is
+	// written to the program's audit log; a change of status sends
+	// `partner.suspended` (or `partner.enrolled` when active again) to
+	// the program's webhook endpoints. Counted in the `partners` bucket.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /api/v1/programs/{id}/partners/{partnerId} (the `UpdateProgramPartner` operationId).
+	UpdateProgramPartnerWithBodyWithResponse(ctx context.Context, id int64, partnerId int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateProgramPartnerResponse, error)
+
+	// UpdateProgramPartnerWithResponse Suspend, re-activate or move a partner of the program
+	//
+	// Owner or admin (`partners:write`). `status` `suspended` suspends
+	// the partner: once the change commits, every edge instance drops
+	// its links from its cache and a click on any of them answers the
+	// spec's 410 (`link_disabled`); its later sales earn no commission;
+	// what it earned before stays as it is. `active` makes it active
+	// again (its links take clicks again). `group_id` moves it to
+	// another group of this program (later sales earn by that group's
+	// terms). A removed partner cannot be changed (409). Each change is
+	// written to the program's audit log; a change of status sends
+	// `partner.suspended` (or `partner.enrolled` when active again) to
+	// the program's webhook endpoints. Counted in the `partners` bucket.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /api/v1/programs/{id}/partners/{partnerId} (the `UpdateProgramPartner` operationId).
+	UpdateProgramPartnerWithResponse(ctx context.Context, id int64, partnerId int64, body UpdateProgramPartnerJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateProgramPartnerResponse, error)
 
 	// GetProgramSettingsWithResponse Read a program's settings
 	//
@@ -17168,6 +18001,589 @@ func (r GenerateProgramKeyResponse) ContentType() string {
 	return ""
 }
 
+// ListPartnerGroupsResponse200Headers the declared response headers of an HTTP 200 response for ListPartnerGroups
+type ListPartnerGroupsResponse200Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// ListPartnerGroupsResponse400Headers the declared response headers of an HTTP 400 response for ListPartnerGroups
+type ListPartnerGroupsResponse400Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// ListPartnerGroupsResponse401Headers the declared response headers of an HTTP 401 response for ListPartnerGroups
+type ListPartnerGroupsResponse401Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// ListPartnerGroupsResponse403Headers the declared response headers of an HTTP 403 response for ListPartnerGroups
+type ListPartnerGroupsResponse403Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// ListPartnerGroupsResponse404Headers the declared response headers of an HTTP 404 response for ListPartnerGroups
+type ListPartnerGroupsResponse404Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// ListPartnerGroupsResponse413Headers the declared response headers of an HTTP 413 response for ListPartnerGroups
+type ListPartnerGroupsResponse413Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// ListPartnerGroupsResponse429Headers the declared response headers of an HTTP 429 response for ListPartnerGroups
+type ListPartnerGroupsResponse429Headers struct {
+	RetryAfter          *int
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// ListPartnerGroupsResponse500Headers the declared response headers of an HTTP 500 response for ListPartnerGroups
+type ListPartnerGroupsResponse500Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+type ListPartnerGroupsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *PartnerGroupList
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *PlatformError
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PlatformError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *PlatformError
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TypedError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *PlatformError
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *PlatformError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListPartnerGroupsResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ListPartnerGroupsResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListPartnerGroupsResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ListPartnerGroupsResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *ListPartnerGroupsResponse404Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *ListPartnerGroupsResponse413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListPartnerGroupsResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ListPartnerGroupsResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListPartnerGroupsResponse) GetJSON200() *PartnerGroupList {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListPartnerGroupsResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListPartnerGroupsResponse) GetJSON401() *PlatformError {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListPartnerGroupsResponse) GetJSON403() *PlatformError {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ListPartnerGroupsResponse) GetJSON404() *PlatformError {
+	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r ListPartnerGroupsResponse) GetJSON408() *PlatformError {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r ListPartnerGroupsResponse) GetJSON413() *TypedError {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListPartnerGroupsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r ListPartnerGroupsResponse) GetJSON431() *PlatformError {
+	return r.JSON431
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListPartnerGroupsResponse) GetJSON500() *PlatformError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ListPartnerGroupsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListPartnerGroupsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListPartnerGroupsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListPartnerGroupsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreatePartnerGroupResponse201Headers the declared response headers of an HTTP 201 response for CreatePartnerGroup
+type CreatePartnerGroupResponse201Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// CreatePartnerGroupResponse400Headers the declared response headers of an HTTP 400 response for CreatePartnerGroup
+type CreatePartnerGroupResponse400Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// CreatePartnerGroupResponse401Headers the declared response headers of an HTTP 401 response for CreatePartnerGroup
+type CreatePartnerGroupResponse401Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// CreatePartnerGroupResponse403Headers the declared response headers of an HTTP 403 response for CreatePartnerGroup
+type CreatePartnerGroupResponse403Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// CreatePartnerGroupResponse404Headers the declared response headers of an HTTP 404 response for CreatePartnerGroup
+type CreatePartnerGroupResponse404Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// CreatePartnerGroupResponse409Headers the declared response headers of an HTTP 409 response for CreatePartnerGroup
+type CreatePartnerGroupResponse409Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// CreatePartnerGroupResponse413Headers the declared response headers of an HTTP 413 response for CreatePartnerGroup
+type CreatePartnerGroupResponse413Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// CreatePartnerGroupResponse429Headers the declared response headers of an HTTP 429 response for CreatePartnerGroup
+type CreatePartnerGroupResponse429Headers struct {
+	RetryAfter          *int
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// CreatePartnerGroupResponse500Headers the declared response headers of an HTTP 500 response for CreatePartnerGroup
+type CreatePartnerGroupResponse500Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+type CreatePartnerGroupResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *PartnerGroupResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *PlatformError
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PlatformError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *PlatformError
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *PlatformError
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TypedError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *PlatformError
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *PlatformError
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *CreatePartnerGroupResponse201Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *CreatePartnerGroupResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreatePartnerGroupResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *CreatePartnerGroupResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *CreatePartnerGroupResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *CreatePartnerGroupResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *CreatePartnerGroupResponse413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreatePartnerGroupResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *CreatePartnerGroupResponse500Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreatePartnerGroupResponse) GetJSON201() *PartnerGroupResponse {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreatePartnerGroupResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreatePartnerGroupResponse) GetJSON401() *PlatformError {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreatePartnerGroupResponse) GetJSON403() *PlatformError {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CreatePartnerGroupResponse) GetJSON404() *PlatformError {
+	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r CreatePartnerGroupResponse) GetJSON408() *PlatformError {
+	return r.JSON408
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreatePartnerGroupResponse) GetJSON409() *PlatformError {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreatePartnerGroupResponse) GetJSON413() *TypedError {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CreatePartnerGroupResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r CreatePartnerGroupResponse) GetJSON431() *PlatformError {
+	return r.JSON431
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CreatePartnerGroupResponse) GetJSON500() *PlatformError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r CreatePartnerGroupResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreatePartnerGroupResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreatePartnerGroupResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreatePartnerGroupResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UpdatePartnerGroupResponse200Headers the declared response headers of an HTTP 200 response for UpdatePartnerGroup
+type UpdatePartnerGroupResponse200Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// UpdatePartnerGroupResponse400Headers the declared response headers of an HTTP 400 response for UpdatePartnerGroup
+type UpdatePartnerGroupResponse400Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// UpdatePartnerGroupResponse401Headers the declared response headers of an HTTP 401 response for UpdatePartnerGroup
+type UpdatePartnerGroupResponse401Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// UpdatePartnerGroupResponse403Headers the declared response headers of an HTTP 403 response for UpdatePartnerGroup
+type UpdatePartnerGroupResponse403Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// UpdatePartnerGroupResponse404Headers the declared response headers of an HTTP 404 response for UpdatePartnerGroup
+type UpdatePartnerGroupResponse404Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// UpdatePartnerGroupResponse409Headers the declared response headers of an HTTP 409 response for UpdatePartnerGroup
+type UpdatePartnerGroupResponse409Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// UpdatePartnerGroupResponse413Headers the declared response headers of an HTTP 413 response for UpdatePartnerGroup
+type UpdatePartnerGroupResponse413Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// UpdatePartnerGroupResponse429Headers the declared response headers of an HTTP 429 response for UpdatePartnerGroup
+type UpdatePartnerGroupResponse429Headers struct {
+	RetryAfter          *int
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// UpdatePartnerGroupResponse500Headers the declared response headers of an HTTP 500 response for UpdatePartnerGroup
+type UpdatePartnerGroupResponse500Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+type UpdatePartnerGroupResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *PartnerGroupResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *PlatformError
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PlatformError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *PlatformError
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *PlatformError
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TypedError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *PlatformError
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *PlatformError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *UpdatePartnerGroupResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *UpdatePartnerGroupResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UpdatePartnerGroupResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *UpdatePartnerGroupResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *UpdatePartnerGroupResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *UpdatePartnerGroupResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *UpdatePartnerGroupResponse413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *UpdatePartnerGroupResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *UpdatePartnerGroupResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdatePartnerGroupResponse) GetJSON200() *PartnerGroupResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r UpdatePartnerGroupResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r UpdatePartnerGroupResponse) GetJSON401() *PlatformError {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r UpdatePartnerGroupResponse) GetJSON403() *PlatformError {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r UpdatePartnerGroupResponse) GetJSON404() *PlatformError {
+	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r UpdatePartnerGroupResponse) GetJSON408() *PlatformError {
+	return r.JSON408
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r UpdatePartnerGroupResponse) GetJSON409() *PlatformError {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r UpdatePartnerGroupResponse) GetJSON413() *TypedError {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r UpdatePartnerGroupResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r UpdatePartnerGroupResponse) GetJSON431() *PlatformError {
+	return r.JSON431
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r UpdatePartnerGroupResponse) GetJSON500() *PlatformError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdatePartnerGroupResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdatePartnerGroupResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdatePartnerGroupResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdatePartnerGroupResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListBrandLinksResponse200Headers the declared response headers of an HTTP 200 response for ListBrandLinks
 type ListBrandLinksResponse200Headers struct {
 	XRateLimitLimit     *int
@@ -18055,13 +19471,6 @@ type GetProgramPartnerResponse429Headers struct {
 	XRateLimitReset     *int
 }
 
-// GetProgramPartnerResponse500Headers the declared response headers of an HTTP 500 response for GetProgramPartner
-type GetProgramPartnerResponse500Headers struct {
-	XRateLimitLimit     *int
-	XRateLimitRemaining *int
-	XRateLimitReset     *int
-}
-
 type GetProgramPartnerResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -18083,8 +19492,6 @@ type GetProgramPartnerResponse struct {
 	JSON429 *RateLimited
 	// JSON431 the response for an HTTP 431 `application/json` response
 	JSON431 *PlatformError
-	// JSON500 the response for an HTTP 500 `application/json` response
-	JSON500 *PlatformError
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *GetProgramPartnerResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -18097,8 +19504,6 @@ type GetProgramPartnerResponse struct {
 	Headers413 *GetProgramPartnerResponse413Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetProgramPartnerResponse429Headers
-	// Headers500 the parsed response headers for an HTTP 500 response
-	Headers500 *GetProgramPartnerResponse500Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -18146,11 +19551,6 @@ func (r GetProgramPartnerResponse) GetJSON431() *PlatformError {
 	return r.JSON431
 }
 
-// GetJSON500 returns the response for an HTTP 500 `application/json` response
-func (r GetProgramPartnerResponse) GetJSON500() *PlatformError {
-	return r.JSON500
-}
-
 // GetBody returns the raw response body bytes
 func (r GetProgramPartnerResponse) GetBody() []byte {
 	return r.Body
@@ -18174,6 +19574,200 @@ func (r GetProgramPartnerResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetProgramPartnerResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UpdateProgramPartnerResponse200Headers the declared response headers of an HTTP 200 response for UpdateProgramPartner
+type UpdateProgramPartnerResponse200Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          string
+}
+
+// UpdateProgramPartnerResponse400Headers the declared response headers of an HTTP 400 response for UpdateProgramPartner
+type UpdateProgramPartnerResponse400Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// UpdateProgramPartnerResponse401Headers the declared response headers of an HTTP 401 response for UpdateProgramPartner
+type UpdateProgramPartnerResponse401Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// UpdateProgramPartnerResponse403Headers the declared response headers of an HTTP 403 response for UpdateProgramPartner
+type UpdateProgramPartnerResponse403Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// UpdateProgramPartnerResponse404Headers the declared response headers of an HTTP 404 response for UpdateProgramPartner
+type UpdateProgramPartnerResponse404Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// UpdateProgramPartnerResponse409Headers the declared response headers of an HTTP 409 response for UpdateProgramPartner
+type UpdateProgramPartnerResponse409Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// UpdateProgramPartnerResponse413Headers the declared response headers of an HTTP 413 response for UpdateProgramPartner
+type UpdateProgramPartnerResponse413Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// UpdateProgramPartnerResponse429Headers the declared response headers of an HTTP 429 response for UpdateProgramPartner
+type UpdateProgramPartnerResponse429Headers struct {
+	RetryAfter          *int
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// UpdateProgramPartnerResponse500Headers the declared response headers of an HTTP 500 response for UpdateProgramPartner
+type UpdateProgramPartnerResponse500Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+type UpdateProgramPartnerResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ProgramPartnerDetailResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *PlatformError
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PlatformError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *PlatformError
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *PlatformError
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TypedError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *PlatformError
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *PlatformError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *UpdateProgramPartnerResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *UpdateProgramPartnerResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UpdateProgramPartnerResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *UpdateProgramPartnerResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *UpdateProgramPartnerResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *UpdateProgramPartnerResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *UpdateProgramPartnerResponse413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *UpdateProgramPartnerResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *UpdateProgramPartnerResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdateProgramPartnerResponse) GetJSON200() *ProgramPartnerDetailResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r UpdateProgramPartnerResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r UpdateProgramPartnerResponse) GetJSON401() *PlatformError {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r UpdateProgramPartnerResponse) GetJSON403() *PlatformError {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r UpdateProgramPartnerResponse) GetJSON404() *PlatformError {
+	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r UpdateProgramPartnerResponse) GetJSON408() *PlatformError {
+	return r.JSON408
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r UpdateProgramPartnerResponse) GetJSON409() *PlatformError {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r UpdateProgramPartnerResponse) GetJSON413() *TypedError {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r UpdateProgramPartnerResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r UpdateProgramPartnerResponse) GetJSON431() *PlatformError {
+	return r.JSON431
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r UpdateProgramPartnerResponse) GetJSON500() *PlatformError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdateProgramPartnerResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateProgramPartnerResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateProgramPartnerResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdateProgramPartnerResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -21953,6 +23547,113 @@ func (c *ClientWithResponses) GenerateProgramKeyWithResponse(ctx context.Context
 	return ParseGenerateProgramKeyResponse(rsp)
 }
 
+// ListPartnerGroupsWithResponse List the program's partner groups
+//
+// Any member of the program's workspace (`partners:read`). Every
+// group of the program (at most 100), the default group first, then
+// by id: its terms in force (the default group's are the program's
+// own commission fields, and its `policy_id` is null) and how many
+// partners it has (active or suspended). Not paged.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/programs/{id}/groups (the `ListPartnerGroups` operationId).
+func (c *ClientWithResponses) ListPartnerGroupsWithResponse(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*ListPartnerGroupsResponse, error) {
+	rsp, err := c.ListPartnerGroups(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListPartnerGroupsResponse(rsp)
+}
+
+// CreatePartnerGroupWithBodyWithResponse Create a partner group with its own commission terms
+//
+// Owner or admin (`partners:write`). `name` is required (1 to 100
+// characters after trimming, unique in the program: a taken name is
+// a 409). The terms use the program's names, rules and messages;
+// the ones not sent are the program's current ones. The group and
+// the first version of its terms (`policy_id`) are written together,
+// with an audit entry `group.created`. A program has at most 100
+// groups (409 past that).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/programs/{id}/groups (the `CreatePartnerGroup` operationId).
+func (c *ClientWithResponses) CreatePartnerGroupWithBodyWithResponse(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreatePartnerGroupResponse, error) {
+	rsp, err := c.CreatePartnerGroupWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreatePartnerGroupResponse(rsp)
+}
+
+// CreatePartnerGroupWithResponse Create a partner group with its own commission terms
+//
+// Owner or admin (`partners:write`). `name` is required (1 to 100
+// characters after trimming, unique in the program: a taken name is
+// a 409). The terms use the program's names, rules and messages;
+// the ones not sent are the program's current ones. The group and
+// the first version of its terms (`policy_id`) are written together,
+// with an audit entry `group.created`. A program has at most 100
+// groups (409 past that).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/programs/{id}/groups (the `CreatePartnerGroup` operationId).
+func (c *ClientWithResponses) CreatePartnerGroupWithResponse(ctx context.Context, id int64, body CreatePartnerGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*CreatePartnerGroupResponse, error) {
+	rsp, err := c.CreatePartnerGroup(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreatePartnerGroupResponse(rsp)
+}
+
+// UpdatePartnerGroupWithBodyWithResponse Rename a partner group or change its terms
+//
+// Owner or admin (`partners:write`). New terms of a group are a new
+// version (a new `policy_id`); the versions before never change, so
+// a commission keeps the terms in force when its sale was recorded
+// and only later sales earn by the new ones. Terms equal to the
+// current ones write nothing. The default group's terms are the
+// program's own commission fields: changing them changes the
+// program, through the program settings' write path, in the same
+// transaction. Each change is written to the audit log
+// (`group.updated`). A group of another program is a 404.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /api/v1/programs/{id}/groups/{groupId} (the `UpdatePartnerGroup` operationId).
+func (c *ClientWithResponses) UpdatePartnerGroupWithBodyWithResponse(ctx context.Context, id int64, groupId int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdatePartnerGroupResponse, error) {
+	rsp, err := c.UpdatePartnerGroupWithBody(ctx, id, groupId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdatePartnerGroupResponse(rsp)
+}
+
+// UpdatePartnerGroupWithResponse Rename a partner group or change its terms
+//
+// Owner or admin (`partners:write`). New terms of a group are a new
+// version (a new `policy_id`); the versions before never change, so
+// a commission keeps the terms in force when its sale was recorded
+// and only later sales earn by the new ones. Terms equal to the
+// current ones write nothing. The default group's terms are the
+// program's own commission fields: changing them changes the
+// program, through the program settings' write path, in the same
+// transaction. Each change is written to the audit log
+// (`group.updated`). A group of another program is a 404.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /api/v1/programs/{id}/groups/{groupId} (the `UpdatePartnerGroup` operationId).
+func (c *ClientWithResponses) UpdatePartnerGroupWithResponse(ctx context.Context, id int64, groupId int64, body UpdatePartnerGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdatePartnerGroupResponse, error) {
+	rsp, err := c.UpdatePartnerGroup(ctx, id, groupId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdatePartnerGroupResponse(rsp)
+}
+
 // ListBrandLinksWithResponse List the program's partner links
 //
 // Any member of the program's workspace (`partners:read`). The
@@ -22125,6 +23826,56 @@ func (c *ClientWithResponses) GetProgramPartnerWithResponse(ctx context.Context,
 		return nil, err
 	}
 	return ParseGetProgramPartnerResponse(rsp)
+}
+
+// UpdateProgramPartnerWithBodyWithResponse Suspend, re-activate or move a partner of the program
+//
+// Owner or admin (`partners:write`). `status` `suspended` suspends
+// the partner: once the change commits, every edge instance drops
+// its links from its cache and a click on any of them answers the
+// spec's 410 (`link_disabled`); its later sales earn no commission;
+// what it earned before stays as it is. `active` makes it active
+// again (its links take clicks again). `group_id` moves it to
+// another group of this program (later sales earn by that group's
+// terms). A removed partner cannot be changed (409). Each change is
+// written to the program's audit log; a change of status sends
+// `partner.suspended` (or `partner.enrolled` when active again) to
+// the program's webhook endpoints. Counted in the `partners` bucket.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /api/v1/programs/{id}/partners/{partnerId} (the `UpdateProgramPartner` operationId).
+func (c *ClientWithResponses) UpdateProgramPartnerWithBodyWithResponse(ctx context.Context, id int64, partnerId int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateProgramPartnerResponse, error) {
+	rsp, err := c.UpdateProgramPartnerWithBody(ctx, id, partnerId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateProgramPartnerResponse(rsp)
+}
+
+// UpdateProgramPartnerWithResponse Suspend, re-activate or move a partner of the program
+//
+// Owner or admin (`partners:write`). `status` `suspended` suspends
+// the partner: once the change commits, every edge instance drops
+// its links from its cache and a click on any of them answers the
+// spec's 410 (`link_disabled`); its later sales earn no commission;
+// what it earned before stays as it is. `active` makes it active
+// again (its links take clicks again). `group_id` moves it to
+// another group of this program (later sales earn by that group's
+// terms). A removed partner cannot be changed (409). Each change is
+// written to the program's audit log; a change of status sends
+// `partner.suspended` (or `partner.enrolled` when active again) to
+// the program's webhook endpoints. Counted in the `partners` bucket.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /api/v1/programs/{id}/partners/{partnerId} (the `UpdateProgramPartner` operationId).
+func (c *ClientWithResponses) UpdateProgramPartnerWithResponse(ctx context.Context, id int64, partnerId int64, body UpdateProgramPartnerJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateProgramPartnerResponse, error) {
+	rsp, err := c.UpdateProgramPartner(ctx, id, partnerId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateProgramPartnerResponse(rsp)
 }
 
 // GetProgramSettingsWithResponse Read a program's settings
@@ -27872,6 +29623,1081 @@ func ParseGenerateProgramKeyResponse(rsp *http.Response) (*GenerateProgramKeyRes
 	return response, nil
 }
 
+// ParseListPartnerGroupsResponse parses an HTTP response from a ListPartnerGroupsWithResponse call
+func ParseListPartnerGroupsResponse(rsp *http.Response) (*ListPartnerGroupsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListPartnerGroupsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest PartnerGroupList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TypedError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListPartnerGroupsResponse200Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ListPartnerGroupsResponse400Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListPartnerGroupsResponse401Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ListPartnerGroupsResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers ListPartnerGroupsResponse404Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 413:
+		var headers ListPartnerGroupsResponse413Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListPartnerGroupsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers ListPartnerGroupsResponse500Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreatePartnerGroupResponse parses an HTTP response from a CreatePartnerGroupWithResponse call
+func ParseCreatePartnerGroupResponse(rsp *http.Response) (*CreatePartnerGroupResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreatePartnerGroupResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest PartnerGroupResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TypedError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers CreatePartnerGroupResponse201Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 400:
+		var headers CreatePartnerGroupResponse400Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers CreatePartnerGroupResponse401Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers CreatePartnerGroupResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers CreatePartnerGroupResponse404Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers CreatePartnerGroupResponse409Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers CreatePartnerGroupResponse413Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreatePartnerGroupResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers CreatePartnerGroupResponse500Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUpdatePartnerGroupResponse parses an HTTP response from a UpdatePartnerGroupWithResponse call
+func ParseUpdatePartnerGroupResponse(rsp *http.Response) (*UpdatePartnerGroupResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdatePartnerGroupResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest PartnerGroupResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TypedError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers UpdatePartnerGroupResponse200Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers UpdatePartnerGroupResponse400Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers UpdatePartnerGroupResponse401Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers UpdatePartnerGroupResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers UpdatePartnerGroupResponse404Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers UpdatePartnerGroupResponse409Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers UpdatePartnerGroupResponse413Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers UpdatePartnerGroupResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers UpdatePartnerGroupResponse500Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseListBrandLinksResponse parses an HTTP response from a ListBrandLinksWithResponse call
 func ParseListBrandLinksResponse(rsp *http.Response) (*ListBrandLinksResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -29383,13 +32209,6 @@ func ParseGetProgramPartnerResponse(rsp *http.Response) (*GetProgramPartnerRespo
 		}
 		response.JSON431 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
-		var dest PlatformError
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON500 = &dest
-
 	}
 
 	switch {
@@ -29551,8 +32370,313 @@ func ParseGetProgramPartnerResponse(rsp *http.Response) (*GetProgramPartnerRespo
 			headers.XRateLimitReset = &value
 		}
 		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUpdateProgramPartnerResponse parses an HTTP response from a UpdateProgramPartnerWithResponse call
+func ParseUpdateProgramPartnerResponse(rsp *http.Response) (*UpdateProgramPartnerResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateProgramPartnerResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ProgramPartnerDetailResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TypedError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers UpdateProgramPartnerResponse200Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers UpdateProgramPartnerResponse400Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers UpdateProgramPartnerResponse401Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers UpdateProgramPartnerResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers UpdateProgramPartnerResponse404Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers UpdateProgramPartnerResponse409Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers UpdateProgramPartnerResponse413Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers UpdateProgramPartnerResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 500:
-		var headers GetProgramPartnerResponse500Headers
+		var headers UpdateProgramPartnerResponse500Headers
 		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
