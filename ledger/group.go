@@ -81,16 +81,13 @@ type GroupInput struct {
 	HoldDays       Input[int64]
 }
 
-// termsInput is the terms part of the input as a program update, so that
-// the terms are checked by the program's own rules and messages.
-func (in GroupInput) termsInput() ProgramInput {
+// TermsInput is the terms part of the input as a program update: the
+// terms are checked by the program's own rules and messages, and it is
+// what a change of the default group's terms writes to the program.
+func (in GroupInput) TermsInput() ProgramInput {
 	return ProgramInput{CommissionType: in.CommissionType, CommissionRate: in.CommissionRate,
 		DurationMonths: in.DurationMonths, HoldDays: in.HoldDays}
 }
-
-// TermsInput is the terms part of the input as a program update: what a
-// change of the default group's terms writes to the program.
-func (in GroupInput) TermsInput() ProgramInput { return in.termsInput() }
 
 // ChangesTerms reports whether the input sends any of the terms.
 func (in GroupInput) ChangesTerms() bool {
@@ -116,7 +113,7 @@ func (in GroupInput) ValidateName() (string, error) {
 func (in GroupInput) ApplyTerms(cur CommissionTerms) (CommissionTerms, error) {
 	p := Program{}
 	cur.applyTo(&p)
-	if err := in.termsInput().ApplyUpdate(&p); err != nil {
+	if err := in.TermsInput().ApplyUpdate(&p); err != nil {
 		return cur, err
 	}
 	return ProgramTerms(&p), nil
