@@ -125,6 +125,8 @@ type hostileWorld struct {
 	rdb  *redis.Client
 	st   *stack
 	iss  *testissuer.Issuer
+
+	group int64 // the first program's default group (the groups-patch target)
 }
 
 // TestHostileInput sends every route of the edge, public or keyed, each
@@ -348,6 +350,8 @@ func newHostileWorld(t *testing.T) *hostileWorld {
 	})
 	h := &hostileWorld{e: e, st: st, rdb: rdb, iss: iss}
 	h.ws = mustWorlds(t, e.client, 10, nil)
+	// The groups-patch target changes the first program's default group.
+	h.group = int64(st.count(t, `SELECT id FROM partner_groups WHERE program_id = $1 AND is_default`, h.ws[0].ProgramID))
 	for i := 0; i < 10; i++ {
 		w := h.ws[0]
 		h.dash = append(h.dash, e.must(t, 201, req{method: "POST", path: "/api/operator/v1/users/" + itoa(w.OwnerID) + "/sessions", token: opToken}).data()["token"].(string))
@@ -493,6 +497,18 @@ func (h *hostileWorld) targets() []target {
 				"q": {"zero", "negative", "fraction", "huge-exponent", "int64-overflow", "letters", "sql-quote", "sql-drop"}}},
 		{name: "links-listing", method: "GET", path: "/api/v1/programs/{id}/links", token: dash, pathParam: true,
 			params: map[string][]string{"page": nil, "pageSize": nil, "partner_id": nil, "status": nil}},
+		{name: "groups-listing", method: "GET", path: "/api/v1/programs/{id}/groups", token: dash, pathParam: true},
+		{name: "groups-create", method: "POST", path: "/api/v1/programs/{id}/groups", token: dash, pathParam: true,
+			body: func(t *testing.T, n int) map[string]any { return map[string]any{"name": "Hostile " + itoa(int64(n))} },
+			fields: map[string][]string{"name": {"numeric-string", "sql-quote", "sql-drop"}, "commission_type": nil,
+				"commission_rate": {"number", "fraction"}, "duration_months": {"number"}, "hold_days": {"number"}}},
+		{name: "groups-patch", method: "PATCH", path: "/api/v1/programs/" + itoa(h.ws[0].ProgramID) + "/groups/" + itoa(h.group), token: dash,
+			body: func(t *testing.T, n int) map[string]any { return map[string]any{"name": "Renamed " + itoa(int64(n))} },
+			fields: map[string][]string{"name": {"numeric-string", "sql-quote", "sql-drop"}, "commission_type": nil,
+				"commission_rate": {"number", "fraction"}, "duration_months": {"number"}, "hold_days": {"number"}}},
+		{name: "partner-patch", method: "PATCH", path: "/api/v1/programs/" + itoa(h.ws[0].ProgramID) + "/partners/" + itoa(h.ws[0].PartnerID), token: dash,
+			body:   func(t *testing.T, n int) map[string]any { return map[string]any{"status": "active"} },
+			fields: map[string][]string{"status": nil, "group_id": nil}},
 		{name: "settings-patch", method: "PATCH", path: "/api/v1/programs/{id}/settings", token: dash, pathParam: true,
 			body: func(t *testing.T, n int) map[string]any { return map[string]any{} },
 			fields: map[string][]string{"name": text, "domain": {"numeric-string"}, "commission_type": nil, "commission_rate": {"number", "fraction"},
