@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -67,6 +68,11 @@ func TestPatchProgramPartner(t *testing.T) {
 		}
 		if got := partnerIDs(t, do(t, b.app, req{"GET", partnersPath(w.programID, "group_id="+itoa(defaultGroup(t, b, other.programID))), nil, bearer(w.ownerToken)})); len(got) != 0 {
 			t.Fatalf("another program's group = %v", got)
+		}
+		csvOut := string(do(t, b.app, req{"GET", partnersPath(w.programID, "format=csv&status=suspended"), nil, bearer(w.ownerToken)}).Raw)
+		if lines := strings.Split(strings.TrimSpace(csvOut), "\n"); len(lines) != 2 || !strings.HasSuffix(lines[0], ",group_id,group_name") ||
+			!strings.HasSuffix(lines[1], ","+itoa(vip)+",VIP") || !strings.Contains(lines[1], ",suspended,") {
+			t.Fatalf("csv = %s", csvOut)
 		}
 		r = do(t, b.app, req{"GET", partnersPath(w.programID, "group_id=0"), nil, bearer(w.ownerToken)})
 		assertPlatformError(t, r, 400, "BadRequestError", ledger.MsgPartnerGroupFilter, "")

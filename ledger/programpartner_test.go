@@ -47,6 +47,8 @@ func TestProgramPartnerQueryValidate(t *testing.T) {
 		{"pageSize not a number", ProgramPartnerQueryInput{PageSize: BadInput[int64]()}, MsgEventPageSize},
 		{"status unknown", ProgramPartnerQueryInput{Status: Some("paused")}, MsgPartnerStatus},
 		{"status upper case", ProgramPartnerQueryInput{Status: Some("ACTIVE")}, MsgPartnerStatus},
+		{"group_id zero", ProgramPartnerQueryInput{GroupID: Some[int64](0)}, MsgPartnerGroupFilter},
+		{"group_id not a number", ProgramPartnerQueryInput{GroupID: BadInput[int64]()}, MsgPartnerGroupFilter},
 		{"q of 101 characters", ProgramPartnerQueryInput{Q: Some(strings.Repeat("a", 101))}, MsgPartnerSearch},
 		{"q with NUL", ProgramPartnerQueryInput{Q: Some("a\x00b")}, MsgPartnerSearch},
 		{"q not UTF-8", ProgramPartnerQueryInput{Q: Some("a\xffb")}, MsgPartnerSearch},
