@@ -281,3 +281,41 @@ func TestGroupTermsAcrossChange(t *testing.T) {
 		t.Fatal("sale A's commission changed")
 	}
 }
+
+// TestGroupRateLimit: the group routes count in the partner_program
+// bucket of the link routes, 120 a minute per dashboard token; the
+// partner PATCH counts in the partners bucket.
+func TestGroupRateLimit(t *testing.T) {
+	b := setup(t)
+	w := MustWorld(t, b.app)
+	start := b.clock.Now().Truncate(time.Minute).Add(time.Second)
+	b.clock.Set(start)
+	for i := 1; i <= limitPartnerProgram; i++ {
+		path := groupsPath(w.programID)
+		if i%2 == 0 {
+			path = linksPath(w.programID)
+		}
+		r := do(t, b.app, req{"GET", path, nil, bearer(w.ownerToken)})
+		if r.Status != 200 || r.Header.Get("X-RateLimit-Remaining") != itoa(int64(limitPartnerProgram-i)) {
+			t.Fatalf("GET %d: %d %v", i, r.Status, r.Header)
+		}
+	}
+	def := defaultGroup(t, b, w.programID)
+	for _, r := range []req{
+		{"GET", groupsPath(w.programID), nil, bearer(w.ownerToken)},
+		{"POST", groupsPath(w.programID), map[string]any{"name": "over"}, bearer(w.ownerToken)},
+		{"PATCH", groupPath(w.programID, def), map[string]any{"name": "over"}, bearer(w.ownerToken)},
+	} {
+		if rep := do(t, b.app, r); rep.Status != 429 || rep.Body["error"].(map[string]any)["code"] != "rate_limited" {
+			t.Fatalf("%s over the limit: %d %s", r.method, rep.Status, rep.Raw)
+		}
+	}
+	if n := countRows(t, b, `SELECT count(*) FROM partner_groups WHERE program_id = $1`, w.programID); n != 1 {
+		t.Fatalf("a limited call stored a group: %d groups", n)
+	}
+	// The partner PATCH is in the partners bucket, not this one.
+	r := do(t, b.app, req{"PATCH", partnerPath(w.programID, w.partnerID), map[string]any{"status": "active"}, bearer(w.ownerToken)})
+	if r.Status != 200 || r.Header.Get("X-RateLimit-Remaining") != itoa(int64(limitPartners-1)) {
+		t.Fatalf("partner PATCH: %d %v", r.Status, r.Header)
+	}
+}
