@@ -10,6 +10,7 @@ import (
 
 	"github.com/partnertrack/partnertrack/ledger"
 	"github.com/partnertrack/partnertrack/ledger/postgres"
+	"github.com/partnertrack/partnertrack/ledger/stripetest"
 )
 
 // TestGroupLimitUnderConcurrency: creations lock the program, so two
@@ -61,5 +62,39 @@ func TestGroupLimitUnderConcurrency(t *testing.T) {
 	}
 	if policies != ledger.MaxGroups-1 {
 		t.Fatalf("%d policies", policies)
+	}
+}
+
+// TestProcessorPaymentEarnsByGroup: a payment reported by the processor
+// goes through the same snapshot and plan as the sale endpoint, so it
+// earns by the partner's group terms and keeps their version.
+func TestProcessorPaymentEarnsByGroup(t *testing.T) {
+	b := setupProcessor(t)
+	ctx := context.Background()
+	w := b.MustWorld(t, percentProgram())
+	acct := b.connect(t, w)
+	g, err := postgres.NewGroupService(b.db.DB).CreateGroup(ctx, w.program.ID, 0, ledger.GroupInput{Name: ledger.Some("VIP"),
+		CommissionRate: ledger.Some(decimal.NewFromInt(50)), HoldDays: ledger.Some[int64](2)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := postgres.NewProgramPartnerService(b.db.DB, nil, nil).ChangePartner(ctx, w.program.ID, w.partnerID, 0,
+		ledger.PartnerChange{GroupID: g.ID}); err != nil {
+		t.Fatal(err)
+	}
+	click := b.MustClick(t, w, w.partnerID)
+	ev := stripetest.CheckoutCompleted(acct).Set("metadata.svc_click_id", click)
+	wantResult(t, b.deliver(t, ev), ledger.EventProcessed, "recorded")
+	s := b.sale(t, ev.Get("id").(string))
+	if s.CommissionID == nil {
+		t.Fatalf("sale = %+v", s)
+	}
+	var amount int64
+	var policy *int64
+	if err := b.db.QueryRow(`SELECT amount_minor, policy_id FROM commissions WHERE id = $1`, *s.CommissionID).Scan(&amount, &policy); err != nil {
+		t.Fatal(err)
+	}
+	if amount != 2450 || policy == nil || *policy != *g.PolicyID {
+		t.Fatalf("commission %d, policy %v; want 50%% of 4900 by policy %d", amount, policy, *g.PolicyID)
 	}
 }
