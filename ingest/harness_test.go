@@ -97,6 +97,8 @@ func newTestServerConfig(db *pgtest.DB, clock *fakeClock, config func(*Config), 
 
 		ProgramPartners: postgres.NewProgramPartnerService(db.DB),
 	}
+	intake := postgres.NewIntakeService(db.DB, postgres.IntakeOptions{PublicBaseURL: cfg.PublicBaseURL, Logger: logger})
+	svc.Invites, svc.Applications = intake, intake
 	opts := Options{
 		Logger:  logger,
 		Now:     clock.Now,

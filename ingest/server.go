@@ -78,6 +78,10 @@ type Services struct {
 
 	// ProgramPartners reads a program's partners for the brand.
 	ProgramPartners ledger.ProgramPartnerService
+	// Invites and Applications are how partners join a program (invites,
+	// the public page and its applications).
+	Invites      ledger.InviteService
+	Applications ledger.ApplicationService
 }
 
 // Check is a readiness probe of one dependency.

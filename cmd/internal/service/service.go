@@ -207,6 +207,9 @@ func (b *Backends) Edge(ctx context.Context) (*ingest.Server, error) {
 	// Relays started after a commit finish before the connections close;
 	// one cut off would only leave its messages to the outbox sweep.
 	b.closers = append(b.closers, leads.WaitRelays, sales.WaitRelays, refunds.WaitRelays)
+	// Invites and applications write emails and webhooks to the outbox.
+	intake := postgres.NewIntakeService(b.DB, postgres.IntakeOptions{PublicBaseURL: b.Config.PublicBaseURL, Relay: outbox, Logger: b.Logger})
+	b.closers = append(b.closers, intake.WaitRelays)
 	cli := postgres.NewCLIService(b.DB)
 	return ingest.New(ingest.Config{
 		PublicBaseURL:       b.Config.PublicBaseURL,
@@ -248,6 +251,8 @@ func (b *Backends) Edge(ctx context.Context) (*ingest.Server, error) {
 		Processor: postgres.NewProcessorService(b.DB, postgres.ProcessorOptions{Enqueuer: b.Enqueuer(), Logger: b.Logger}),
 
 		ProgramPartners: postgres.NewProgramPartnerService(b.DB),
+		Invites:         intake,
+		Applications:    intake,
 	}, ingest.Options{
 		Limiter:  ratelimit.New(store, nil),
 		Logger:   b.Logger,
