@@ -36,7 +36,7 @@ const (
 	SkipDuplicate      = "duplicate"       // named earlier in the same request
 	SkipAlreadyPartner = "already_partner" // active or suspended in the program
 	SkipAlreadyInvited = "already_invited" // a pending invite that has not expired
-	SkipUnknownPartner = "unknown_partner" // not a partner of another program of the workspace
+	SkipUnknownPartner = "unknown_partner" // not a partner of any program of the workspace
 )
 
 // Messages of the invite routes.

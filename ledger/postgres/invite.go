@@ -121,9 +121,10 @@ func (s *IntakeService) CreateInvites(ctx context.Context, programID int64, r le
 	return res, nil
 }
 
-// workspacePartners maps the ids among ids of partners enrolled in another
-// program of p's workspace to their emails; any other id is left out, so
-// it tells the caller nothing. The test partner is never one.
+// workspacePartners maps the ids among ids of partners enrolled in a
+// program of p's workspace (p included: such a partner is then skipped as
+// already a partner) to their emails; any other id is left out, so it
+// tells the caller nothing. The test partner is never one.
 func workspacePartners(ctx context.Context, tx *sqlx.Tx, p *programBrief, ids []int64) (map[int64]string, error) {
 	out := map[int64]string{}
 	if len(ids) == 0 {
@@ -133,8 +134,8 @@ func workspacePartners(ctx context.Context, tx *sqlx.Tx, p *programBrief, ids []
 		SELECT DISTINCT pa.id, pa.email FROM partners pa
 		JOIN enrollments e ON e.partner_id = pa.id
 		JOIN programs pr ON pr.id = e.program_id
-		WHERE pa.id = ANY($1) AND pr.workspace_id = $2 AND pr.id <> $3 AND NOT pa.is_test`,
-		pq.Array(ids), p.workspaceID, p.id)
+		WHERE pa.id = ANY($1) AND pr.workspace_id = $2 AND NOT pa.is_test`,
+		pq.Array(ids), p.workspaceID)
 	if err != nil {
 		return nil, err
 	}
