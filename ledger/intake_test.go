@@ -114,3 +114,17 @@ func TestApplicationValidate(t *testing.T) {
 		t.Errorf("reason: %v", err)
 	}
 }
+
+func TestNewLinkCode(t *testing.T) {
+	seen := map[string]bool{}
+	for range 1000 {
+		c := NewLinkCode()
+		if len(c) != 10 || !ValidLinkCode(c) || strings.Trim(c, "abcdefghijklmnopqrstuvwxyz0123456789") != "" || seen[c] {
+			t.Fatalf("code %q", c)
+		}
+		seen[c] = true
+	}
+	if tok := NewInviteToken(); len(tok) != 43 || NewInviteToken() == tok {
+		t.Fatalf("token %q", tok)
+	}
+}

@@ -265,17 +265,25 @@ func InviteAcceptURL(publicBaseURL, token string) string {
 }
 
 // NewLinkCode returns a random referral code for a partner's first link:
-// 10 lowercase letters and digits (ValidLinkCode's alphabet).
+// 10 lowercase letters and digits (ValidLinkCode's alphabet), each drawn
+// uniformly (bytes of 252 and above, which would favour the first
+// letters, are drawn again).
 func NewLinkCode() string {
 	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
-	var b [10]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		panic("crypto/rand: " + err.Error())
+	const limit = 256 - 256%len(alphabet)
+	out := make([]byte, 0, 10)
+	var buf [16]byte
+	for len(out) < cap(out) {
+		if _, err := rand.Read(buf[:]); err != nil {
+			panic("crypto/rand: " + err.Error())
+		}
+		for _, c := range buf {
+			if int(c) < limit && len(out) < cap(out) {
+				out = append(out, alphabet[int(c)%len(alphabet)])
+			}
+		}
 	}
-	for i := range b {
-		b[i] = alphabet[int(b[i])%len(alphabet)]
-	}
-	return string(b[:])
+	return string(out)
 }
 
 // validatePage checks page and pageSize as the event listing does.

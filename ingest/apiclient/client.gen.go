@@ -2835,7 +2835,7 @@ type InviteCreate struct {
 	GroupId *int64  `json:"group_id,omitempty"`
 	Message *string `json:"message,omitempty"`
 
-	// PartnerIds Partners of another program of the same workspace.
+	// PartnerIds Partners of the workspace's programs (the brand's other programs); any other id is skipped as `unknown_partner`.
 	PartnerIds *[]int64 `json:"partner_ids,omitempty"`
 }
 
@@ -6438,15 +6438,15 @@ type ClientInterface interface {
 	// CreateInvitesWithBody Invite partners to the program by email
 	//
 	// Owner or admin (`partners:write`). Invites up to 50 `emails` and
-	// up to 50 `partner_ids` (partners of another program of the same
-	// workspace) in one transaction. Each invite expires 30 days after
+	// up to 50 `partner_ids` (partners of the workspace's programs) in
+	// one transaction. Each invite expires 30 days after
 	// it is sent and its `partner_invite` email goes out through the
 	// outbox (the `emails` queue) after commit. Skipped, with a reason:
 	// an email named earlier in the request (`duplicate`), an active or
 	// suspended partner of the program (`already_partner`), an email
 	// with a pending invite that has not expired (`already_invited`; an
 	// expired one is issued again), and a partner id that is not a
-	// partner of another program of the workspace (`unknown_partner`,
+	// partner of any program of the workspace (`unknown_partner`,
 	// email null: nothing about it is told). One invalid email refuses
 	// the whole request (400 naming `emails[i]`). 120 requests a minute
 	// per dashboard token, shared with the other invite and application
@@ -6460,15 +6460,15 @@ type ClientInterface interface {
 	// CreateInvites Invite partners to the program by email
 	//
 	// Owner or admin (`partners:write`). Invites up to 50 `emails` and
-	// up to 50 `partner_ids` (partners of another program of the same
-	// workspace) in one transaction. Each invite expires 30 days after
+	// up to 50 `partner_ids` (partners of the workspace's programs) in
+	// one transaction. Each invite expires 30 days after
 	// it is sent and its `partner_invite` email goes out through the
 	// outbox (the `emails` queue) after commit. Skipped, with a reason:
 	// an email named earlier in the request (`duplicate`), an active or
 	// suspended partner of the program (`already_partner`), an email
 	// with a pending invite that has not expired (`already_invited`; an
 	// expired one is issued again), and a partner id that is not a
-	// partner of another program of the workspace (`unknown_partner`,
+	// partner of any program of the workspace (`unknown_partner`,
 	// email null: nothing about it is told). One invalid email refuses
 	// the whole request (400 naming `emails[i]`). 120 requests a minute
 	// per dashboard token, shared with the other invite and application
@@ -8391,15 +8391,15 @@ func (c *Client) ListInvites(ctx context.Context, id int64, params *ListInvitesP
 // CreateInvitesWithBody Invite partners to the program by email
 //
 // Owner or admin (`partners:write`). Invites up to 50 `emails` and
-// up to 50 `partner_ids` (partners of another program of the same
-// workspace) in one transaction. Each invite expires 30 days after
+// up to 50 `partner_ids` (partners of the workspace's programs) in
+// one transaction. Each invite expires 30 days after
 // it is sent and its `partner_invite` email goes out through the
 // outbox (the `emails` queue) after commit. Skipped, with a reason:
 // an email named earlier in the request (`duplicate`), an active or
 // suspended partner of the program (`already_partner`), an email
 // with a pending invite that has not expired (`already_invited`; an
 // expired one is issued again), and a partner id that is not a
-// partner of another program of the workspace (`unknown_partner`,
+// partner of any program of the workspace (`unknown_partner`,
 // email null: nothing about it is told). One invalid email refuses
 // the whole request (400 naming `emails[i]`). 120 requests a minute
 // per dashboard token, shared with the other invite and application
@@ -8423,15 +8423,15 @@ func (c *Client) CreateInvitesWithBody(ctx context.Context, id int64, contentTyp
 // CreateInvites Invite partners to the program by email
 //
 // Owner or admin (`partners:write`). Invites up to 50 `emails` and
-// up to 50 `partner_ids` (partners of another program of the same
-// workspace) in one transaction. Each invite expires 30 days after
+// up to 50 `partner_ids` (partners of the workspace's programs) in
+// one transaction. Each invite expires 30 days after
 // it is sent and its `partner_invite` email goes out through the
 // outbox (the `emails` queue) after commit. Skipped, with a reason:
 // an email named earlier in the request (`duplicate`), an active or
 // suspended partner of the program (`already_partner`), an email
 // with a pending invite that has not expired (`already_invited`; an
 // expired one is issued again), and a partner id that is not a
-// partner of another program of the workspace (`unknown_partner`,
+// partner of any program of the workspace (`unknown_partner`,
 // email null: nothing about it is told). One invalid email refuses
 // the whole request (400 naming `emails[i]`). 120 requests a minute
 // per dashboard token, shared with the other invite and application
@@ -14186,15 +14186,15 @@ type ClientWithResponsesInterface interface {
 	// CreateInvitesWithBodyWithResponse Invite partners to the program by email
 	//
 	// Owner or admin (`partners:write`). Invites up to 50 `emails` and
-	// up to 50 `partner_ids` (partners of another program of the same
-	// workspace) in one transaction. Each invite expires 30 days after
+	// up to 50 `partner_ids` (partners of the workspace's programs) in
+	// one transaction. Each invite expires 30 days after
 	// it is sent and its `partner_invite` email goes out through the
 	// outbox (the `emails` queue) after commit. Skipped, with a reason:
 	// an email named earlier in the request (`duplicate`), an active or
 	// suspended partner of the program (`already_partner`), an email
 	// with a pending invite that has not expired (`already_invited`; an
 	// expired one is issued again), and a partner id that is not a
-	// partner of another program of the workspace (`unknown_partner`,
+	// partner of any program of the workspace (`unknown_partner`,
 	// email null: nothing about it is told). One invalid email refuses
 	// the whole request (400 naming `emails[i]`). 120 requests a minute
 	// per dashboard token, shared with the other invite and application
@@ -14208,15 +14208,15 @@ type ClientWithResponsesInterface interface {
 	// CreateInvitesWithResponse Invite partners to the program by email
 	//
 	// Owner or admin (`partners:write`). Invites up to 50 `emails` and
-	// up to 50 `partner_ids` (partners of another program of the same
-	// workspace) in one transaction. Each invite expires 30 days after
+	// up to 50 `partner_ids` (partners of the workspace's programs) in
+	// one transaction. Each invite expires 30 days after
 	// it is sent and its `partner_invite` email goes out through the
 	// outbox (the `emails` queue) after commit. Skipped, with a reason:
 	// an email named earlier in the request (`duplicate`), an active or
 	// suspended partner of the program (`already_partner`), an email
 	// with a pending invite that has not expired (`already_invited`; an
 	// expired one is issued again), and a partner id that is not a
-	// partner of another program of the workspace (`unknown_partner`,
+	// partner of any program of the workspace (`unknown_partner`,
 	// email null: nothing about it is told). One invalid email refuses
 	// the whole request (400 naming `emails[i]`). 120 requests a minute
 	// per dashboard token, shared with the other invite and application
@@ -25864,15 +25864,15 @@ func (c *ClientWithResponses) ListInvitesWithResponse(ctx context.Context, id in
 // CreateInvitesWithBodyWithResponse Invite partners to the program by email
 //
 // Owner or admin (`partners:write`). Invites up to 50 `emails` and
-// up to 50 `partner_ids` (partners of another program of the same
-// workspace) in one transaction. Each invite expires 30 days after
+// up to 50 `partner_ids` (partners of the workspace's programs) in
+// one transaction. Each invite expires 30 days after
 // it is sent and its `partner_invite` email goes out through the
 // outbox (the `emails` queue) after commit. Skipped, with a reason:
 // an email named earlier in the request (`duplicate`), an active or
 // suspended partner of the program (`already_partner`), an email
 // with a pending invite that has not expired (`already_invited`; an
 // expired one is issued again), and a partner id that is not a
-// partner of another program of the workspace (`unknown_partner`,
+// partner of any program of the workspace (`unknown_partner`,
 // email null: nothing about it is told). One invalid email refuses
 // the whole request (400 naming `emails[i]`). 120 requests a minute
 // per dashboard token, shared with the other invite and application
@@ -25892,15 +25892,15 @@ func (c *ClientWithResponses) CreateInvitesWithBodyWithResponse(ctx context.Cont
 // CreateInvitesWithResponse Invite partners to the program by email
 //
 // Owner or admin (`partners:write`). Invites up to 50 `emails` and
-// up to 50 `partner_ids` (partners of another program of the same
-// workspace) in one transaction. Each invite expires 30 days after
+// up to 50 `partner_ids` (partners of the workspace's programs) in
+// one transaction. Each invite expires 30 days after
 // it is sent and its `partner_invite` email goes out through the
 // outbox (the `emails` queue) after commit. Skipped, with a reason:
 // an email named earlier in the request (`duplicate`), an active or
 // suspended partner of the program (`already_partner`), an email
 // with a pending invite that has not expired (`already_invited`; an
 // expired one is issued again), and a partner id that is not a
-// partner of another program of the workspace (`unknown_partner`,
+// partner of any program of the workspace (`unknown_partner`,
 // email null: nothing about it is told). One invalid email refuses
 // the whole request (400 naming `emails[i]`). 120 requests a minute
 // per dashboard token, shared with the other invite and application
