@@ -8,7 +8,14 @@
 -- program-<id>, given by a trigger so that every way a program is made
 -- (operator API, CLI init, tests, restores) gets one.
 ALTER TABLE programs ADD COLUMN slug text;
+-- An UPDATE checks a NOT VALID constraint on the rows it writes: a program
+-- whose processor secret is still in clear (sealed later by `partnerctl
+-- migrate`, see 00012) would stop the migration. The check is set aside
+-- for the backfill and put back exactly as 00012 wrote it.
+ALTER TABLE programs DROP CONSTRAINT programs_stripe_webhook_secret_sealed_check;
 UPDATE programs SET slug = 'program-' || id;
+ALTER TABLE programs ADD CONSTRAINT programs_stripe_webhook_secret_sealed_check
+    CHECK (stripe_webhook_secret LIKE 'enc:%') NOT VALID;
 ALTER TABLE programs ALTER COLUMN slug SET NOT NULL;
 ALTER TABLE programs ADD CONSTRAINT programs_slug_check CHECK (slug ~ '^[a-z0-9-]{3,60}$');
 ALTER TABLE programs ADD CONSTRAINT programs_slug_key UNIQUE (slug);
