@@ -97,8 +97,6 @@ func newTestServerConfig(db *pgtest.DB, clock *fakeClock, config func(*Config), 
 
 		ProgramPartners: postgres.NewProgramPartnerService(db.DB),
 	}
-	intake := postgres.NewIntakeService(db.DB, postgres.IntakeOptions{PublicBaseURL: cfg.PublicBaseURL, Logger: logger})
-	svc.Invites, svc.Applications = intake, intake
 	opts := Options{
 		Logger:  logger,
 		Now:     clock.Now,
@@ -107,6 +105,8 @@ func newTestServerConfig(db *pgtest.DB, clock *fakeClock, config func(*Config), 
 	if config != nil {
 		config(&cfg)
 	}
+	intake := postgres.NewIntakeService(db.DB, postgres.IntakeOptions{PublicBaseURL: cfg.PublicBaseURL, Logger: logger})
+	svc.Invites, svc.Applications = intake, intake
 	for _, tweak := range tweaks {
 		tweak(&svc, &opts)
 	}
