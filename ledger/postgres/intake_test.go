@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -483,3 +484,64 @@ func mustGroup(tb testing.TB, b *intakeBundle, programID int64, name string) int
 }
 
 func itoa(n int64) string { return decimal.NewFromInt(n).String() }
+
+// TestIntakeConcurrentDuplicates: the same email applying, or invited,
+// from many requests at once makes one pending row; every other request
+// answers with it (applications) or skips it (invites), none fails.
+func TestIntakeConcurrentDuplicates(t *testing.T) {
+	b := setupIntake(t)
+	ctx := context.Background()
+	const n = 8
+	type result struct {
+		id      int64
+		created bool
+		err     error
+	}
+	apps := make(chan result, n)
+	invites := make(chan result, n)
+	for range n {
+		go func() {
+			a, created, err := b.intake.Apply(ctx, ledger.DefaultSlug(b.program.ID), ledger.ApplicationRequest{Name: "Cat", Email: "cat@partner.example"})
+			r := result{created: created, err: err}
+			if a != nil {
+				r.id = a.ID
+			}
+			apps <- r
+		}()
+		go func() {
+			res, err := b.intake.CreateInvites(ctx, b.program.ID, ledger.InviteRequest{Emails: []string{"ann@partner.example"}})
+			r := result{err: err}
+			if err == nil {
+				r.created = len(res.Invited) == 1
+				if !r.created && (len(res.Skipped) != 1 || res.Skipped[0].Reason != ledger.SkipAlreadyInvited) {
+					r.err = errors.New("neither invited nor skipped as already invited")
+				}
+			}
+			invites <- r
+		}()
+	}
+	var appIDs = map[int64]bool{}
+	createdApps, createdInvites := 0, 0
+	for range n {
+		a, i := <-apps, <-invites
+		if a.err != nil || i.err != nil {
+			t.Fatalf("apply: %v; invite: %v", a.err, i.err)
+		}
+		appIDs[a.id] = true
+		if a.created {
+			createdApps++
+		}
+		if i.created {
+			createdInvites++
+		}
+	}
+	if createdApps != 1 || len(appIDs) != 1 || createdInvites != 1 {
+		t.Fatalf("applications created %d (ids %v), invites created %d; want one each", createdApps, appIDs, createdInvites)
+	}
+	if n := b.count(t, `SELECT count(*) FROM partner_applications`); n != 1 {
+		t.Fatalf("%d applications stored", n)
+	}
+	if n := b.count(t, `SELECT count(*) FROM partner_invites`); n != 1 {
+		t.Fatalf("%d invites stored", n)
+	}
+}
