@@ -292,3 +292,33 @@ func TestApplicationRoutes(t *testing.T) {
 		}
 	})
 }
+
+// TestIntakeRateLimit: the seven brand routes share one bucket of 120
+// requests a minute per dashboard token; another token has its own, and
+// the next minute starts afresh.
+func TestIntakeRateLimit(t *testing.T) {
+	b := setup(t)
+	w := MustWorld(t, b.app)
+	owner := bearer(w.ownerToken)
+	for i := 0; i < limitPartnerIntake; i++ {
+		path := invitesPath(w.programID)
+		if i%2 == 1 {
+			path = applicationsPath(w.programID)
+		}
+		if r := do(t, b.app, req{"GET", path, nil, owner}); r.Status != 200 {
+			t.Fatalf("call %d: %d %s", i+1, r.Status, r.Raw)
+		}
+	}
+	r := do(t, b.app, req{"DELETE", invitesPath(w.programID) + "/1", nil, owner})
+	if r.Status != 429 || r.Header.Get("X-RateLimit-Remaining") != "0" {
+		t.Fatalf("call %d: %d %s", limitPartnerIntake+1, r.Status, r.Raw)
+	}
+	admin := bearer(dashboardMemberToken(t, b, w, "admin"))
+	if r := do(t, b.app, req{"GET", invitesPath(w.programID), nil, admin}); r.Status != 200 {
+		t.Fatalf("another token: %d", r.Status)
+	}
+	b.clock.Set(b.clock.Now().Add(time.Minute))
+	if r := do(t, b.app, req{"GET", applicationsPath(w.programID), nil, owner}); r.Status != 200 {
+		t.Fatalf("next minute: %d", r.Status)
+	}
+}
