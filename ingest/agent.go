@@ -101,10 +101,7 @@ func (s *Server) agentUpdateProgram(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	p, err = s.svc.Settings.UpdateSettings(c.UserContext(), p.ID, ledger.SettingsInput{
-		Program:             programInput(f),
-		StripeWebhookSecret: f.String("stripe_webhook_secret"),
-	})
+	p, err = s.svc.Settings.UpdateSettings(c.UserContext(), p.ID, settingsInput(f))
 	if err != nil {
 		return err
 	}

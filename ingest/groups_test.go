@@ -36,16 +36,6 @@ func defaultGroup(t *testing.T, b *testBundle, programID int64) int64 {
 	return gid
 }
 
-// countRows counts the rows of a query.
-func countRows(t *testing.T, b *testBundle, query string, args ...any) int {
-	t.Helper()
-	var n int
-	if err := b.db.QueryRow(query, args...).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
-
 func TestGroupList(t *testing.T) {
 	b := setup(t)
 	w := MustWorld(t, b.app)

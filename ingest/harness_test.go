@@ -106,6 +106,8 @@ func newTestServerConfig(db *pgtest.DB, clock *fakeClock, config func(*Config), 
 	if config != nil {
 		config(&cfg)
 	}
+	intake := postgres.NewIntakeService(db.DB, postgres.IntakeOptions{PublicBaseURL: cfg.PublicBaseURL, Logger: logger})
+	svc.Invites, svc.Applications = intake, intake
 	for _, tweak := range tweaks {
 		tweak(&svc, &opts)
 	}
@@ -245,3 +247,13 @@ func MustWorld(t *testing.T, app *fiber.App) world {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// countRows runs a counting query on the test database.
+func countRows(t *testing.T, b *testBundle, query string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := b.db.QueryRow(query, args...).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}

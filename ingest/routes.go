@@ -36,6 +36,7 @@ func (s *Server) routes() {
 	s.brandLinkRoutes()
 	s.programPartnerRoutes()
 	s.groupRoutes()
+	s.intakeRoutes()
 	s.operatorRoutes()
 	s.agentRoutes()
 	s.cliRoutes()

@@ -80,6 +80,10 @@ type Services struct {
 	ProgramPartners ledger.ProgramPartnerService
 	// Groups are a program's partner groups and their terms.
 	Groups ledger.GroupService
+	// Invites and Applications are how partners join a program (invites,
+	// the public page and its applications).
+	Invites      ledger.InviteService
+	Applications ledger.ApplicationService
 }
 
 // Check is a readiness probe of one dependency.

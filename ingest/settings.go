@@ -38,10 +38,7 @@ func (s *Server) patchSettings(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	p, err := s.svc.Settings.UpdateSettings(c.UserContext(), programID, ledger.SettingsInput{
-		Program:             programInput(f),
-		StripeWebhookSecret: f.String("stripe_webhook_secret"),
-	})
+	p, err := s.svc.Settings.UpdateSettings(c.UserContext(), programID, settingsInput(f))
 	if err != nil {
 		return err
 	}
@@ -76,5 +73,19 @@ func (s *Server) programWithPermission(c *fiber.Ctx, param, perm, denied string)
 func settingsJSON(p *ledger.Program) fiber.Map {
 	m := programJSON(p)
 	m["stripe_webhook_secret_set"] = p.StripeSecretSet
+	m["slug"] = p.Slug
+	m["partner_approval"] = p.PartnerApproval
 	return m
+}
+
+// settingsInput reads the settings fields of a request body: the program
+// fields, the public page's slug and partner_approval, and the webhook
+// signing secret.
+func settingsInput(f fields) ledger.SettingsInput {
+	return ledger.SettingsInput{
+		Program:             programInput(f),
+		StripeWebhookSecret: f.String("stripe_webhook_secret"),
+		Slug:                f.String("slug"),
+		PartnerApproval:     f.String("partner_approval"),
+	}
 }

@@ -94,6 +94,8 @@ type Program struct {
 	Status          string
 	APITokenMasked  string // masked live key; the only form of the key any read returns
 	StripeSecretSet bool   // whether a processor webhook signing secret is configured
+	Slug            string // the public page's address (settings only)
+	PartnerApproval string // ApprovalAuto or ApprovalManual (settings only)
 	CreatedAt       time.Time
 	UpdatedAt       time.Time
 }

@@ -19,6 +19,34 @@ const StripeSecretPrefix = "whsec_"
 type SettingsInput struct {
 	Program             ProgramInput
 	StripeWebhookSecret Input[string]
+	// Slug and PartnerApproval are the public page's settings (issue 24):
+	// checked after the program fields, before the secret.
+	Slug            Input[string]
+	PartnerApproval Input[string]
+}
+
+// PublicSettings returns the slug and partner_approval the update sets
+// (nil when absent). Errors: EInvalid (MsgSlug, MsgSlugReserved,
+// MsgPartnerApproval).
+func (in SettingsInput) PublicSettings(programID int64) (slug, approval *string, err error) {
+	if in.Slug.Present {
+		if in.Slug.Bad {
+			return nil, nil, NewError(EInvalid, MsgSlug)
+		}
+		if err := ValidateSlug(in.Slug.Value, programID); err != nil {
+			return nil, nil, err
+		}
+		v := in.Slug.Value
+		slug = &v
+	}
+	if in.PartnerApproval.Present {
+		v, err := ParseApproval(in.PartnerApproval.Value)
+		if in.PartnerApproval.Bad || err != nil {
+			return nil, nil, NewError(EInvalid, MsgPartnerApproval)
+		}
+		approval = &v
+	}
+	return slug, approval, nil
 }
 
 // StripeSecret returns whether the update sets the secret and its new
@@ -49,7 +77,8 @@ func (in SettingsInput) StripeSecret() (set bool, value string, err error) {
 type SettingsService interface {
 	// UpdateSettings applies an update in one transaction: the program
 	// fields in the spec's order with CLI init's messages
-	// (ProgramInput.ApplyUpdate), then the webhook secret. Nothing is
-	// written when any field is refused. Errors: ENotFound, EInvalid.
+	// (ProgramInput.ApplyUpdate), then slug and partner_approval, then the
+	// webhook secret. Nothing is written when any field is refused.
+	// Errors: ENotFound, EInvalid, EConflict (MsgSlugTaken).
 	UpdateSettings(ctx context.Context, programID int64, in SettingsInput) (*Program, error)
 }

@@ -16,6 +16,27 @@ import (
 	"github.com/oapi-codegen/runtime"
 )
 
+// Defines values for ApplicationStatus.
+const (
+	ApplicationStatusApproved ApplicationStatus = "approved"
+	ApplicationStatusPending  ApplicationStatus = "pending"
+	ApplicationStatusRejected ApplicationStatus = "rejected"
+)
+
+// Valid indicates whether the value is a known member of the ApplicationStatus enum.
+func (e ApplicationStatus) Valid() bool {
+	switch e {
+	case ApplicationStatusApproved:
+		return true
+	case ApplicationStatusPending:
+		return true
+	case ApplicationStatusRejected:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for BrandLinkStatus.
 const (
 	BrandLinkStatusActive   BrandLinkStatus = "active"
@@ -544,6 +565,24 @@ func (e DashProgramSettingsLeadAuth) Valid() bool {
 	}
 }
 
+// Defines values for DashProgramSettingsPartnerApproval.
+const (
+	DashProgramSettingsPartnerApprovalAuto   DashProgramSettingsPartnerApproval = "auto"
+	DashProgramSettingsPartnerApprovalManual DashProgramSettingsPartnerApproval = "manual"
+)
+
+// Valid indicates whether the value is a known member of the DashProgramSettingsPartnerApproval enum.
+func (e DashProgramSettingsPartnerApproval) Valid() bool {
+	switch e {
+	case DashProgramSettingsPartnerApprovalAuto:
+		return true
+	case DashProgramSettingsPartnerApprovalManual:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for DashSettingsUpdateCommissionType.
 const (
 	DashSettingsUpdateCommissionTypeFixed            DashSettingsUpdateCommissionType = "fixed"
@@ -610,6 +649,27 @@ func (e DashSettingsUpdateLeadAuth) Valid() bool {
 	case DashSettingsUpdateLeadAuthLessThannil:
 		return true
 	case DashSettingsUpdateLeadAuthServerRequired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DashSettingsUpdatePartnerApproval.
+const (
+	DashSettingsUpdatePartnerApprovalAuto        DashSettingsUpdatePartnerApproval = "auto"
+	DashSettingsUpdatePartnerApprovalLessThannil DashSettingsUpdatePartnerApproval = "<nil>"
+	DashSettingsUpdatePartnerApprovalManual      DashSettingsUpdatePartnerApproval = "manual"
+)
+
+// Valid indicates whether the value is a known member of the DashSettingsUpdatePartnerApproval enum.
+func (e DashSettingsUpdatePartnerApproval) Valid() bool {
+	switch e {
+	case DashSettingsUpdatePartnerApprovalAuto:
+		return true
+	case DashSettingsUpdatePartnerApprovalLessThannil:
+		return true
+	case DashSettingsUpdatePartnerApprovalManual:
 		return true
 	default:
 		return false
@@ -691,6 +751,54 @@ func (e DashWebhookEvent) Valid() bool {
 	case PartnerSuspended:
 		return true
 	case SaleCreated:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for InviteStatus.
+const (
+	InviteStatusAccepted  InviteStatus = "accepted"
+	InviteStatusCancelled InviteStatus = "cancelled"
+	InviteStatusExpired   InviteStatus = "expired"
+	InviteStatusPending   InviteStatus = "pending"
+)
+
+// Valid indicates whether the value is a known member of the InviteStatus enum.
+func (e InviteStatus) Valid() bool {
+	switch e {
+	case InviteStatusAccepted:
+		return true
+	case InviteStatusCancelled:
+		return true
+	case InviteStatusExpired:
+		return true
+	case InviteStatusPending:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for InviteSkipReason.
+const (
+	AlreadyInvited InviteSkipReason = "already_invited"
+	AlreadyPartner InviteSkipReason = "already_partner"
+	Duplicate      InviteSkipReason = "duplicate"
+	UnknownPartner InviteSkipReason = "unknown_partner"
+)
+
+// Valid indicates whether the value is a known member of the InviteSkipReason enum.
+func (e InviteSkipReason) Valid() bool {
+	switch e {
+	case AlreadyInvited:
+		return true
+	case AlreadyPartner:
+		return true
+	case Duplicate:
+		return true
+	case UnknownPartner:
 		return true
 	default:
 		return false
@@ -1711,6 +1819,87 @@ func (e ProgramPartnerUpdateStatus) Valid() bool {
 	}
 }
 
+// Defines values for PublicApplicationResponseDataStatus.
+const (
+	PublicApplicationResponseDataStatusApproved PublicApplicationResponseDataStatus = "approved"
+	PublicApplicationResponseDataStatusPending  PublicApplicationResponseDataStatus = "pending"
+)
+
+// Valid indicates whether the value is a known member of the PublicApplicationResponseDataStatus enum.
+func (e PublicApplicationResponseDataStatus) Valid() bool {
+	switch e {
+	case PublicApplicationResponseDataStatusApproved:
+		return true
+	case PublicApplicationResponseDataStatusPending:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PublicProgramResponseDataCommissionType.
+const (
+	PublicProgramResponseDataCommissionTypeFixed            PublicProgramResponseDataCommissionType = "fixed"
+	PublicProgramResponseDataCommissionTypePercent          PublicProgramResponseDataCommissionType = "percent"
+	PublicProgramResponseDataCommissionTypeRecurringFixed   PublicProgramResponseDataCommissionType = "recurring_fixed"
+	PublicProgramResponseDataCommissionTypeRecurringPercent PublicProgramResponseDataCommissionType = "recurring_percent"
+)
+
+// Valid indicates whether the value is a known member of the PublicProgramResponseDataCommissionType enum.
+func (e PublicProgramResponseDataCommissionType) Valid() bool {
+	switch e {
+	case PublicProgramResponseDataCommissionTypeFixed:
+		return true
+	case PublicProgramResponseDataCommissionTypePercent:
+		return true
+	case PublicProgramResponseDataCommissionTypeRecurringFixed:
+		return true
+	case PublicProgramResponseDataCommissionTypeRecurringPercent:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PublicProgramResponseDataCurrency.
+const (
+	PublicProgramResponseDataCurrencyEUR PublicProgramResponseDataCurrency = "EUR"
+	PublicProgramResponseDataCurrencyUSD PublicProgramResponseDataCurrency = "USD"
+	PublicProgramResponseDataCurrencyVND PublicProgramResponseDataCurrency = "VND"
+)
+
+// Valid indicates whether the value is a known member of the PublicProgramResponseDataCurrency enum.
+func (e PublicProgramResponseDataCurrency) Valid() bool {
+	switch e {
+	case PublicProgramResponseDataCurrencyEUR:
+		return true
+	case PublicProgramResponseDataCurrencyUSD:
+		return true
+	case PublicProgramResponseDataCurrencyVND:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PublicProgramResponseDataPartnerApproval.
+const (
+	PublicProgramResponseDataPartnerApprovalAuto   PublicProgramResponseDataPartnerApproval = "auto"
+	PublicProgramResponseDataPartnerApprovalManual PublicProgramResponseDataPartnerApproval = "manual"
+)
+
+// Valid indicates whether the value is a known member of the PublicProgramResponseDataPartnerApproval enum.
+func (e PublicProgramResponseDataPartnerApproval) Valid() bool {
+	switch e {
+	case PublicProgramResponseDataPartnerApprovalAuto:
+		return true
+	case PublicProgramResponseDataPartnerApprovalManual:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for TrackKeyedErrorErrorCode.
 const (
 	TrackKeyedErrorErrorCodeDuplicateTransaction TrackKeyedErrorErrorCode = "duplicate_transaction"
@@ -1843,6 +2032,51 @@ func (e ListTrackingEventsParamsEventType) Valid() bool {
 	}
 }
 
+// Defines values for ListApplicationsParamsStatus.
+const (
+	ListApplicationsParamsStatusApproved ListApplicationsParamsStatus = "approved"
+	ListApplicationsParamsStatusPending  ListApplicationsParamsStatus = "pending"
+	ListApplicationsParamsStatusRejected ListApplicationsParamsStatus = "rejected"
+)
+
+// Valid indicates whether the value is a known member of the ListApplicationsParamsStatus enum.
+func (e ListApplicationsParamsStatus) Valid() bool {
+	switch e {
+	case ListApplicationsParamsStatusApproved:
+		return true
+	case ListApplicationsParamsStatusPending:
+		return true
+	case ListApplicationsParamsStatusRejected:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListInvitesParamsStatus.
+const (
+	ListInvitesParamsStatusAccepted  ListInvitesParamsStatus = "accepted"
+	ListInvitesParamsStatusCancelled ListInvitesParamsStatus = "cancelled"
+	ListInvitesParamsStatusExpired   ListInvitesParamsStatus = "expired"
+	ListInvitesParamsStatusPending   ListInvitesParamsStatus = "pending"
+)
+
+// Valid indicates whether the value is a known member of the ListInvitesParamsStatus enum.
+func (e ListInvitesParamsStatus) Valid() bool {
+	switch e {
+	case ListInvitesParamsStatusAccepted:
+		return true
+	case ListInvitesParamsStatusCancelled:
+		return true
+	case ListInvitesParamsStatusExpired:
+		return true
+	case ListInvitesParamsStatusPending:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ListBrandLinksParamsStatus.
 const (
 	ListBrandLinksParamsStatusActive   ListBrandLinksParamsStatus = "active"
@@ -1909,6 +2143,71 @@ type AgentProgramList struct {
 type AgentProgramResponse struct {
 	// Data A program as every read renders it (the key only masked), and whether a processor webhook signing secret is set.
 	Data DashProgramSettings `json:"data"`
+}
+
+// Application A partner's application to the program.
+type Application struct {
+	CreatedAt time.Time  `json:"created_at"`
+	DecidedAt *time.Time `json:"decided_at"`
+	Email     string     `json:"email"`
+
+	// GroupId The group approved into.
+	GroupId *int64  `json:"group_id"`
+	Id      int64   `json:"id"`
+	Message *string `json:"message"`
+	Name    string  `json:"name"`
+
+	// PartnerId The partner approved.
+	PartnerId *int64 `json:"partner_id"`
+	ProgramId int64  `json:"program_id"`
+
+	// Reason The brand's reason for a rejection.
+	Reason  *string           `json:"reason"`
+	Status  ApplicationStatus `json:"status"`
+	Website *string           `json:"website"`
+}
+
+// ApplicationStatus defines model for Application.Status.
+type ApplicationStatus string
+
+// ApplicationApprove defines model for ApplicationApprove.
+type ApplicationApprove struct {
+	// GroupId A group of the program; absent: the default group.
+	GroupId *int64 `json:"group_id,omitempty"`
+}
+
+// ApplicationCreate defines model for ApplicationCreate.
+type ApplicationCreate struct {
+	Email   string  `json:"email"`
+	Message *string `json:"message,omitempty"`
+	Name    string  `json:"name"`
+
+	// Website An absolute http or https URL.
+	Website *string `json:"website,omitempty"`
+}
+
+// ApplicationList defines model for ApplicationList.
+type ApplicationList struct {
+	Data []Application `json:"data"`
+	Meta struct {
+		Pagination struct {
+			Page      int `json:"page"`
+			PageCount int `json:"pageCount"`
+			PageSize  int `json:"pageSize"`
+			Total     int `json:"total"`
+		} `json:"pagination"`
+	} `json:"meta"`
+}
+
+// ApplicationReject defines model for ApplicationReject.
+type ApplicationReject struct {
+	Reason *string `json:"reason,omitempty"`
+}
+
+// ApplicationResponse defines model for ApplicationResponse.
+type ApplicationResponse struct {
+	// Data A partner's application to the program.
+	Data Application `json:"data"`
 }
 
 // BrandLink A partner's referral link in the program, as the brand's link routes show it.
@@ -2338,7 +2637,13 @@ type DashProgramSettings struct {
 	Id             int64                       `json:"id"`
 	LeadAuth       DashProgramSettingsLeadAuth `json:"lead_auth"`
 	Name           string                      `json:"name"`
-	Status         string                      `json:"status"`
+
+	// PartnerApproval Whether applications are approved at once.
+	PartnerApproval *DashProgramSettingsPartnerApproval `json:"partner_approval,omitempty"`
+
+	// Slug The public page's address (`/api/v1/public/programs/{slug}`); `program-<id>` until the brand picks one.
+	Slug   *string `json:"slug,omitempty"`
+	Status string  `json:"status"`
 
 	// StripeWebhookSecretSet Whether a processor webhook signing secret is configured (the secret itself is never returned).
 	StripeWebhookSecretSet bool      `json:"stripe_webhook_secret_set"`
@@ -2354,6 +2659,9 @@ type DashProgramSettingsCurrency string
 
 // DashProgramSettingsLeadAuth defines model for DashProgramSettings.LeadAuth.
 type DashProgramSettingsLeadAuth string
+
+// DashProgramSettingsPartnerApproval Whether applications are approved at once.
+type DashProgramSettingsPartnerApproval string
 
 // DashSettingsResponse defines model for DashSettingsResponse.
 type DashSettingsResponse struct {
@@ -2380,7 +2688,11 @@ type DashSettingsUpdate struct {
 	LeadAuth       *DashSettingsUpdateLeadAuth `json:"lead_auth,omitempty"`
 
 	// Name 1 to 200 characters after trimming.
-	Name *string `json:"name,omitempty"`
+	Name            *string                            `json:"name,omitempty"`
+	PartnerApproval *DashSettingsUpdatePartnerApproval `json:"partner_approval,omitempty"`
+
+	// Slug 3 to 60 lowercase letters, digits or `-`, unique across the service (409 when taken); `program-<number>` only as the program's own id.
+	Slug *string `json:"slug,omitempty"`
 
 	// StripeWebhookSecret Signing secret (`whsec_…`) of a processor webhook the brand added itself (`/webhooks/stripe/{programId}`); an empty string removes it. Write-only.
 	StripeWebhookSecret *string `json:"stripe_webhook_secret,omitempty"`
@@ -2394,6 +2706,9 @@ type DashSettingsUpdateCurrency string
 
 // DashSettingsUpdateLeadAuth defines model for DashSettingsUpdate.LeadAuth.
 type DashSettingsUpdateLeadAuth string
+
+// DashSettingsUpdatePartnerApproval defines model for DashSettingsUpdate.PartnerApproval.
+type DashSettingsUpdatePartnerApproval string
 
 // DashSignInRefusal A sign-in refusal; `error.details.code` says why.
 type DashSignInRefusal struct {
@@ -2590,6 +2905,87 @@ type DashWebhookList struct {
 		Url        string                `json:"url"`
 	} `json:"data"`
 }
+
+// Invite An invitation of one email to the program.
+type Invite struct {
+	AcceptedAt  *time.Time `json:"accepted_at"`
+	CancelledAt *time.Time `json:"cancelled_at"`
+	CreatedAt   time.Time  `json:"created_at"`
+	Email       string     `json:"email"`
+	ExpiresAt   time.Time  `json:"expires_at"`
+
+	// GroupId Null: the program's default group.
+	GroupId    *int64    `json:"group_id"`
+	Id         int64     `json:"id"`
+	LastSentAt time.Time `json:"last_sent_at"`
+
+	// Message The brand's message in the email.
+	Message *string `json:"message"`
+
+	// PartnerId The partner who accepted.
+	PartnerId *int64 `json:"partner_id"`
+	ProgramId int64  `json:"program_id"`
+
+	// Status `expired`: pending, and `expires_at` has passed.
+	Status    InviteStatus `json:"status"`
+	UpdatedAt time.Time    `json:"updated_at"`
+}
+
+// InviteStatus `expired`: pending, and `expires_at` has passed.
+type InviteStatus string
+
+// InviteCreate At least one email or partner id.
+type InviteCreate struct {
+	// Emails Email addresses; one that is not an address refuses the request.
+	Emails *[]string `json:"emails,omitempty"`
+
+	// GroupId A group of the program; absent: the default group.
+	GroupId *int64  `json:"group_id,omitempty"`
+	Message *string `json:"message,omitempty"`
+
+	// PartnerIds Partners of the workspace's programs (the brand's other programs); any other id is skipped as `unknown_partner`.
+	PartnerIds *[]int64 `json:"partner_ids,omitempty"`
+}
+
+// InviteCreateResponse defines model for InviteCreateResponse.
+type InviteCreateResponse struct {
+	Data struct {
+		Invited []Invite     `json:"invited"`
+		Skipped []InviteSkip `json:"skipped"`
+	} `json:"data"`
+}
+
+// InviteList defines model for InviteList.
+type InviteList struct {
+	Data []Invite `json:"data"`
+	Meta struct {
+		Pagination struct {
+			Page      int `json:"page"`
+			PageCount int `json:"pageCount"`
+			PageSize  int `json:"pageSize"`
+			Total     int `json:"total"`
+		} `json:"pagination"`
+	} `json:"meta"`
+}
+
+// InviteResponse defines model for InviteResponse.
+type InviteResponse struct {
+	// Data An invitation of one email to the program.
+	Data Invite `json:"data"`
+}
+
+// InviteSkip defines model for InviteSkip.
+type InviteSkip struct {
+	// Email Null for a partner id that names no partner of the workspace.
+	Email *string `json:"email"`
+
+	// PartnerId The partner id sent; null for an email.
+	PartnerId *int64           `json:"partner_id"`
+	Reason    InviteSkipReason `json:"reason"`
+}
+
+// InviteSkipReason defines model for InviteSkip.Reason.
+type InviteSkipReason string
 
 // KeyRotationError A program key past its rotation deadline (typed envelope).
 type KeyRotationError struct {
@@ -3380,6 +3776,51 @@ type ProgramPartnerUpdate struct {
 // ProgramPartnerUpdateStatus defines model for ProgramPartnerUpdate.Status.
 type ProgramPartnerUpdateStatus string
 
+// PublicApplicationResponse defines model for PublicApplicationResponse.
+type PublicApplicationResponse struct {
+	Data struct {
+		CreatedAt time.Time                           `json:"created_at"`
+		Email     string                              `json:"email"`
+		Status    PublicApplicationResponseDataStatus `json:"status"`
+	} `json:"data"`
+}
+
+// PublicApplicationResponseDataStatus defines model for PublicApplicationResponse.Data.Status.
+type PublicApplicationResponseDataStatus string
+
+// PublicProgramResponse defines model for PublicProgramResponse.
+type PublicProgramResponse struct {
+	Data struct {
+		// Commission The commission in words, e.g. `20% of every sale for 12 months`, `$5.00 for the first sale of each referred customer`.
+		Commission string `json:"commission"`
+
+		// CommissionRate Percent for the percent types; major units of the currency for the fixed ones.
+		CommissionRate json.Number                             `json:"commission_rate"`
+		CommissionType PublicProgramResponseDataCommissionType `json:"commission_type"`
+
+		// CookieDuration The cookie window in days.
+		CookieDuration int                               `json:"cookie_duration"`
+		Currency       PublicProgramResponseDataCurrency `json:"currency"`
+		Domain         string                            `json:"domain"`
+
+		// DurationMonths 0 means lifetime.
+		DurationMonths  int                                      `json:"duration_months"`
+		HoldDays        int                                      `json:"hold_days"`
+		Name            string                                   `json:"name"`
+		PartnerApproval PublicProgramResponseDataPartnerApproval `json:"partner_approval"`
+		Slug            string                                   `json:"slug"`
+	} `json:"data"`
+}
+
+// PublicProgramResponseDataCommissionType defines model for PublicProgramResponse.Data.CommissionType.
+type PublicProgramResponseDataCommissionType string
+
+// PublicProgramResponseDataCurrency defines model for PublicProgramResponse.Data.Currency.
+type PublicProgramResponseDataCurrency string
+
+// PublicProgramResponseDataPartnerApproval defines model for PublicProgramResponse.Data.PartnerApproval.
+type PublicProgramResponseDataPartnerApproval string
+
 // RateLimitError Over a rate limit (typed envelope, code `rate_limited`); nothing was recorded.
 type RateLimitError struct {
 	Error struct {
@@ -4064,6 +4505,36 @@ type GetReadiness401JSONResponseBody struct {
 	union json.RawMessage
 }
 
+// ListApplicationsParams defines parameters for ListApplications.
+type ListApplicationsParams struct {
+	// Page 1-indexed page (empty is absent).
+	Page *int `form:"page,omitempty" json:"page,omitempty"`
+
+	// PageSize Rows per page (empty is absent).
+	PageSize *int `form:"pageSize,omitempty" json:"pageSize,omitempty"`
+
+	// Status Only applications in this status (empty is absent).
+	Status *ListApplicationsParamsStatus `form:"status,omitempty" json:"status,omitempty"`
+}
+
+// ListApplicationsParamsStatus defines parameters for ListApplications.
+type ListApplicationsParamsStatus string
+
+// ListInvitesParams defines parameters for ListInvites.
+type ListInvitesParams struct {
+	// Page 1-indexed page (empty is absent).
+	Page *int `form:"page,omitempty" json:"page,omitempty"`
+
+	// PageSize Rows per page (empty is absent).
+	PageSize *int `form:"pageSize,omitempty" json:"pageSize,omitempty"`
+
+	// Status Only invites in this status (empty is absent).
+	Status *ListInvitesParamsStatus `form:"status,omitempty" json:"status,omitempty"`
+}
+
+// ListInvitesParamsStatus defines parameters for ListInvites.
+type ListInvitesParamsStatus string
+
 // ListBrandLinksParams defines parameters for ListBrandLinks.
 type ListBrandLinksParams struct {
 	// Page 1-indexed page (empty is absent).
@@ -4108,6 +4579,30 @@ type ListProgramPartnersParamsStatus string
 
 // ListProgramPartnersParamsFormat defines parameters for ListProgramPartners.
 type ListProgramPartnersParamsFormat string
+
+// PreflightPublicProgramParams defines parameters for PreflightPublicProgram.
+type PreflightPublicProgramParams struct {
+	// Origin The page's origin.
+	Origin *string `json:"Origin,omitempty"`
+
+	// AccessControlRequestMethod The method the browser means to use.
+	AccessControlRequestMethod *string `json:"Access-Control-Request-Method,omitempty"`
+
+	// AccessControlRequestHeaders The headers the browser means to send.
+	AccessControlRequestHeaders *string `json:"Access-Control-Request-Headers,omitempty"`
+}
+
+// PreflightApplyToProgramParams defines parameters for PreflightApplyToProgram.
+type PreflightApplyToProgramParams struct {
+	// Origin The page's origin.
+	Origin *string `json:"Origin,omitempty"`
+
+	// AccessControlRequestMethod The method the browser means to use.
+	AccessControlRequestMethod *string `json:"Access-Control-Request-Method,omitempty"`
+
+	// AccessControlRequestHeaders The headers the browser means to send.
+	AccessControlRequestHeaders *string `json:"Access-Control-Request-Headers,omitempty"`
+}
 
 // PreflightTrackClickParams defines parameters for PreflightTrackClick.
 type PreflightTrackClickParams struct {
@@ -4263,11 +4758,20 @@ type CliTestEventJSONRequestBody = CliTestEventRequest
 // GenerateProgramKeyJSONRequestBody defines body for GenerateProgramKey for application/json ContentType.
 type GenerateProgramKeyJSONRequestBody = DashKeyRequest
 
+// ApproveApplicationJSONRequestBody defines body for ApproveApplication for application/json ContentType.
+type ApproveApplicationJSONRequestBody = ApplicationApprove
+
+// RejectApplicationJSONRequestBody defines body for RejectApplication for application/json ContentType.
+type RejectApplicationJSONRequestBody = ApplicationReject
+
 // CreatePartnerGroupJSONRequestBody defines body for CreatePartnerGroup for application/json ContentType.
 type CreatePartnerGroupJSONRequestBody = PartnerGroupCreate
 
 // UpdatePartnerGroupJSONRequestBody defines body for UpdatePartnerGroup for application/json ContentType.
 type UpdatePartnerGroupJSONRequestBody = PartnerGroupUpdate
+
+// CreateInvitesJSONRequestBody defines body for CreateInvites for application/json ContentType.
+type CreateInvitesJSONRequestBody = InviteCreate
 
 // CreateBrandLinkJSONRequestBody defines body for CreateBrandLink for application/json ContentType.
 type CreateBrandLinkJSONRequestBody = BrandLinkCreate
@@ -4283,6 +4787,9 @@ type UpdateProgramSettingsJSONRequestBody = DashSettingsUpdate
 
 // CreateWebhookJSONRequestBody defines body for CreateWebhook for application/json ContentType.
 type CreateWebhookJSONRequestBody = DashWebhookCreate
+
+// ApplyToProgramJSONRequestBody defines body for ApplyToProgram for application/json ContentType.
+type ApplyToProgramJSONRequestBody = ApplicationCreate
 
 // TrackClickJSONRequestBody defines body for TrackClick for application/json ContentType.
 type TrackClickJSONRequestBody = TrackClickRequest
@@ -6070,6 +6577,75 @@ type ClientInterface interface {
 	// Corresponds with POST /api/v1/programs/{id}/api-key (the `GenerateProgramKey` operationId).
 	GenerateProgramKey(ctx context.Context, id int64, body GenerateProgramKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListApplications List the program's applications
+	//
+	// Any member (`partners:read`). Newest first, with the event
+	// listing's paging, narrowed by `status` (`pending`, `approved`,
+	// `rejected`). 120 requests a minute per dashboard token, shared.
+	//
+	// Corresponds with GET /api/v1/programs/{id}/applications (the `ListApplications` operationId).
+	ListApplications(ctx context.Context, id int64, params *ListApplicationsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ApproveApplicationWithBody Approve a pending application
+	//
+	// Owner or admin (`partners:write`). The applicant becomes an active
+	// partner of the program (the partner is found by email or
+	// created), in `group_id` (a group of the program; absent: the
+	// default group), with a new link whose code is 10 random lowercase
+	// letters and digits. The `partner.enrolled` webhook, the audit row
+	// and the `application_approved` email are written in the same
+	// transaction. A decided application, or an applicant who has become
+	// a partner since, is a 409. 120 requests a minute per dashboard
+	// token, shared.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/programs/{id}/applications/{applicationId}/approve (the `ApproveApplication` operationId).
+	ApproveApplicationWithBody(ctx context.Context, id int64, applicationId int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ApproveApplication Approve a pending application
+	//
+	// Owner or admin (`partners:write`). The applicant becomes an active
+	// partner of the program (the partner is found by email or
+	// created), in `group_id` (a group of the program; absent: the
+	// default group), with a new link whose code is 10 random lowercase
+	// letters and digits. The `partner.enrolled` webhook, the audit row
+	// and the `application_approved` email are written in the same
+	// transaction. A decided application, or an applicant who has become
+	// a partner since, is a 409. 120 requests a minute per dashboard
+	// token, shared.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/programs/{id}/applications/{applicationId}/approve (the `ApproveApplication` operationId).
+	ApproveApplication(ctx context.Context, id int64, applicationId int64, body ApproveApplicationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RejectApplicationWithBody Reject a pending application
+	//
+	// Owner or admin (`partners:write`). The application becomes
+	// `rejected` with the optional `reason`, which the
+	// `application_rejected` email to the applicant carries. A decided
+	// application is a 409. The applicant may apply again later. 120
+	// requests a minute per dashboard token, shared.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/programs/{id}/applications/{applicationId}/reject (the `RejectApplication` operationId).
+	RejectApplicationWithBody(ctx context.Context, id int64, applicationId int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RejectApplication Reject a pending application
+	//
+	// Owner or admin (`partners:write`). The application becomes
+	// `rejected` with the optional `reason`, which the
+	// `application_rejected` email to the applicant carries. A decided
+	// application is a 409. The applicant may apply again later. 120
+	// requests a minute per dashboard token, shared.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/programs/{id}/applications/{applicationId}/reject (the `RejectApplication` operationId).
+	RejectApplication(ctx context.Context, id int64, applicationId int64, body RejectApplicationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListPartnerGroups List the program's partner groups
 	//
 	// Any member of the program's workspace (`partners:read`). Every
@@ -6144,6 +6720,82 @@ type ClientInterface interface {
 	//
 	// Corresponds with PATCH /api/v1/programs/{id}/groups/{groupId} (the `UpdatePartnerGroup` operationId).
 	UpdatePartnerGroup(ctx context.Context, id int64, groupId int64, body UpdatePartnerGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListInvites List the program's invites
+	//
+	// Any member (`partners:read`). Newest first, with the event
+	// listing's paging, narrowed by `status`: `pending`, `accepted`,
+	// `cancelled` or `expired` (a pending invite whose `expires_at` has
+	// passed). 120 requests a minute per dashboard token, shared.
+	//
+	// Corresponds with GET /api/v1/programs/{id}/invites (the `ListInvites` operationId).
+	ListInvites(ctx context.Context, id int64, params *ListInvitesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateInvitesWithBody Invite partners to the program by email
+	//
+	// Owner or admin (`partners:write`). Invites up to 50 `emails` and
+	// up to 50 `partner_ids` (partners of the workspace's programs) in
+	// one transaction. Each invite expires 30 days after
+	// it is sent and its `partner_invite` email goes out through the
+	// outbox (the `emails` queue) after commit. Skipped, with a reason:
+	// an email named earlier in the request (`duplicate`), an active or
+	// suspended partner of the program (`already_partner`), an email
+	// with a pending invite that has not expired (`already_invited`; an
+	// expired one is issued again), and a partner id that is not a
+	// partner of any program of the workspace (`unknown_partner`,
+	// email null: nothing about it is told). One invalid email refuses
+	// the whole request (400 naming `emails[i]`). 120 requests a minute
+	// per dashboard token, shared with the other invite and application
+	// operations.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/programs/{id}/invites (the `CreateInvites` operationId).
+	CreateInvitesWithBody(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateInvites Invite partners to the program by email
+	//
+	// Owner or admin (`partners:write`). Invites up to 50 `emails` and
+	// up to 50 `partner_ids` (partners of the workspace's programs) in
+	// one transaction. Each invite expires 30 days after
+	// it is sent and its `partner_invite` email goes out through the
+	// outbox (the `emails` queue) after commit. Skipped, with a reason:
+	// an email named earlier in the request (`duplicate`), an active or
+	// suspended partner of the program (`already_partner`), an email
+	// with a pending invite that has not expired (`already_invited`; an
+	// expired one is issued again), and a partner id that is not a
+	// partner of any program of the workspace (`unknown_partner`,
+	// email null: nothing about it is told). One invalid email refuses
+	// the whole request (400 naming `emails[i]`). 120 requests a minute
+	// per dashboard token, shared with the other invite and application
+	// operations.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/programs/{id}/invites (the `CreateInvites` operationId).
+	CreateInvites(ctx context.Context, id int64, body CreateInvitesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CancelInvite Cancel a pending invite
+	//
+	// Owner or admin (`partners:write`). A pending (or expired) invite
+	// becomes `cancelled` and its link stops working; the row stays and
+	// is listed. An accepted or cancelled invite is a 409. 120 requests
+	// a minute per dashboard token, shared.
+	//
+	// Corresponds with DELETE /api/v1/programs/{id}/invites/{inviteId} (the `CancelInvite` operationId).
+	CancelInvite(ctx context.Context, id int64, inviteId int64, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ResendInvite Send a pending invite again
+	//
+	// Owner or admin (`partners:write`). Sends the `partner_invite`
+	// email again with a new link (the earlier link stops working) and
+	// moves `expires_at` to 30 days from now. Only a pending (or
+	// expired) invite, and at most once a minute per invite (409
+	// otherwise). No body is read. 120 requests a minute per dashboard
+	// token, shared.
+	//
+	// Corresponds with POST /api/v1/programs/{id}/invites/{inviteId}/resend (the `ResendInvite` operationId).
+	ResendInvite(ctx context.Context, id int64, inviteId int64, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListBrandLinks List the program's partner links
 	//
@@ -6379,6 +7031,76 @@ type ClientInterface interface {
 	//
 	// Corresponds with DELETE /api/v1/programs/{id}/webhooks/{webhookId} (the `DeleteWebhook` operationId).
 	DeleteWebhook(ctx context.Context, id int64, webhookId int64, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetPublicProgram A program's public page of terms
+	//
+	// No sign-in; any origin (CORS as the browser routes). The terms of
+	// an active program: name, domain, the commission in words and its
+	// fields, the cookie window and hold in days, the currency and
+	// whether applications are approved at once. Nothing private (no
+	// ids, keys or workspace). An unknown slug or a paused program is a
+	// 404. 60 requests a minute per IP.
+	//
+	// Corresponds with GET /api/v1/public/programs/{slug} (the `GetPublicProgram` operationId).
+	GetPublicProgram(ctx context.Context, slug string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PreflightPublicProgram CORS preflight of the browser route
+	//
+	// Answers a browser's CORS preflight (`Origin` and
+	// `Access-Control-Request-Method` sent) with 204, allowing any
+	// origin, GET and POST, and the headers `Content-Type`,
+	// `Authorization` and `X-Request-ID`, for a day. An OPTIONS request
+	// that is not a preflight answers 404.
+	//
+	// Corresponds with OPTIONS /api/v1/public/programs/{slug} (the `PreflightPublicProgram` operationId).
+	PreflightPublicProgram(ctx context.Context, slug string, params *PreflightPublicProgramParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PreflightApplyToProgram CORS preflight of the browser route
+	//
+	// Answers a browser's CORS preflight (`Origin` and
+	// `Access-Control-Request-Method` sent) with 204, allowing any
+	// origin, GET and POST, and the headers `Content-Type`,
+	// `Authorization` and `X-Request-ID`, for a day. An OPTIONS request
+	// that is not a preflight answers 404.
+	//
+	// Corresponds with OPTIONS /api/v1/public/programs/{slug}/applications (the `PreflightApplyToProgram` operationId).
+	PreflightApplyToProgram(ctx context.Context, slug string, params *PreflightApplyToProgramParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ApplyToProgramWithBody Apply to a program's partner program
+	//
+	// No sign-in; any origin. Records an application to an active
+	// program: 201 when new; 200, unchanged, when the same email already
+	// has a pending application to the program. An email that is
+	// already an active or suspended partner of the program is a 409.
+	// With `partner_approval` `auto` the application is approved at once
+	// (status `approved`: the applicant is an active partner with a
+	// link and gets `application_approved`); with `manual` every owner
+	// and admin of the workspace gets `application_received`. The
+	// answer tells only the email, the status and when. 10 requests a
+	// minute per IP.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/public/programs/{slug}/applications (the `ApplyToProgram` operationId).
+	ApplyToProgramWithBody(ctx context.Context, slug string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ApplyToProgram Apply to a program's partner program
+	//
+	// No sign-in; any origin. Records an application to an active
+	// program: 201 when new; 200, unchanged, when the same email already
+	// has a pending application to the program. An email that is
+	// already an active or suspended partner of the program is a 409.
+	// With `partner_approval` `auto` the application is approved at once
+	// (status `approved`: the applicant is an active partner with a
+	// link and gets `application_approved`); with `manual` every owner
+	// and admin of the workspace gets `application_received`. The
+	// answer tells only the email, the status and when. 10 requests a
+	// minute per IP.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/public/programs/{slug}/applications (the `ApplyToProgram` operationId).
+	ApplyToProgram(ctx context.Context, slug string, body ApplyToProgramJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PreflightTrackClick CORS preflight of the browser route
 	//
@@ -7861,6 +8583,125 @@ func (c *Client) GenerateProgramKey(ctx context.Context, id int64, body Generate
 	return c.Client.Do(req)
 }
 
+// ListApplications List the program's applications
+//
+// Any member (`partners:read`). Newest first, with the event
+// listing's paging, narrowed by `status` (`pending`, `approved`,
+// `rejected`). 120 requests a minute per dashboard token, shared.
+//
+// Corresponds with GET /api/v1/programs/{id}/applications (the `ListApplications` operationId).
+func (c *Client) ListApplications(ctx context.Context, id int64, params *ListApplicationsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListApplicationsRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ApproveApplicationWithBody Approve a pending application
+//
+// Owner or admin (`partners:write`). The applicant becomes an active
+// partner of the program (the partner is found by email or
+// created), in `group_id` (a group of the program; absent: the
+// default group), with a new link whose code is 10 random lowercase
+// letters and digits. The `partner.enrolled` webhook, the audit row
+// and the `application_approved` email are written in the same
+// transaction. A decided application, or an applicant who has become
+// a partner since, is a 409. 120 requests a minute per dashboard
+// token, shared.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/programs/{id}/applications/{applicationId}/approve (the `ApproveApplication` operationId).
+func (c *Client) ApproveApplicationWithBody(ctx context.Context, id int64, applicationId int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewApproveApplicationRequestWithBody(c.Server, id, applicationId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ApproveApplication Approve a pending application
+//
+// Owner or admin (`partners:write`). The applicant becomes an active
+// partner of the program (the partner is found by email or
+// created), in `group_id` (a group of the program; absent: the
+// default group), with a new link whose code is 10 random lowercase
+// letters and digits. The `partner.enrolled` webhook, the audit row
+// and the `application_approved` email are written in the same
+// transaction. A decided application, or an applicant who has become
+// a partner since, is a 409. 120 requests a minute per dashboard
+// token, shared.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/programs/{id}/applications/{applicationId}/approve (the `ApproveApplication` operationId).
+func (c *Client) ApproveApplication(ctx context.Context, id int64, applicationId int64, body ApproveApplicationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewApproveApplicationRequest(c.Server, id, applicationId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RejectApplicationWithBody Reject a pending application
+//
+// Owner or admin (`partners:write`). The application becomes
+// `rejected` with the optional `reason`, which the
+// `application_rejected` email to the applicant carries. A decided
+// application is a 409. The applicant may apply again later. 120
+// requests a minute per dashboard token, shared.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/programs/{id}/applications/{applicationId}/reject (the `RejectApplication` operationId).
+func (c *Client) RejectApplicationWithBody(ctx context.Context, id int64, applicationId int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRejectApplicationRequestWithBody(c.Server, id, applicationId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RejectApplication Reject a pending application
+//
+// Owner or admin (`partners:write`). The application becomes
+// `rejected` with the optional `reason`, which the
+// `application_rejected` email to the applicant carries. A decided
+// application is a 409. The applicant may apply again later. 120
+// requests a minute per dashboard token, shared.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/programs/{id}/applications/{applicationId}/reject (the `RejectApplication` operationId).
+func (c *Client) RejectApplication(ctx context.Context, id int64, applicationId int64, body RejectApplicationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRejectApplicationRequest(c.Server, id, applicationId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListPartnerGroups List the program's partner groups
 //
 // Any member of the program's workspace (`partners:read`). Every
@@ -7976,6 +8817,132 @@ func (c *Client) UpdatePartnerGroupWithBody(ctx context.Context, id int64, group
 // Corresponds with PATCH /api/v1/programs/{id}/groups/{groupId} (the `UpdatePartnerGroup` operationId).
 func (c *Client) UpdatePartnerGroup(ctx context.Context, id int64, groupId int64, body UpdatePartnerGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUpdatePartnerGroupRequest(c.Server, id, groupId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListInvites List the program's invites
+//
+// Any member (`partners:read`). Newest first, with the event
+// listing's paging, narrowed by `status`: `pending`, `accepted`,
+// `cancelled` or `expired` (a pending invite whose `expires_at` has
+// passed). 120 requests a minute per dashboard token, shared.
+//
+// Corresponds with GET /api/v1/programs/{id}/invites (the `ListInvites` operationId).
+func (c *Client) ListInvites(ctx context.Context, id int64, params *ListInvitesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListInvitesRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateInvitesWithBody Invite partners to the program by email
+//
+// Owner or admin (`partners:write`). Invites up to 50 `emails` and
+// up to 50 `partner_ids` (partners of the workspace's programs) in
+// one transaction. Each invite expires 30 days after
+// it is sent and its `partner_invite` email goes out through the
+// outbox (the `emails` queue) after commit. Skipped, with a reason:
+// an email named earlier in the request (`duplicate`), an active or
+// suspended partner of the program (`already_partner`), an email
+// with a pending invite that has not expired (`already_invited`; an
+// expired one is issued again), and a partner id that is not a
+// partner of any program of the workspace (`unknown_partner`,
+// email null: nothing about it is told). One invalid email refuses
+// the whole request (400 naming `emails[i]`). 120 requests a minute
+// per dashboard token, shared with the other invite and application
+// operations.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/programs/{id}/invites (the `CreateInvites` operationId).
+func (c *Client) CreateInvitesWithBody(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateInvitesRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateInvites Invite partners to the program by email
+//
+// Owner or admin (`partners:write`). Invites up to 50 `emails` and
+// up to 50 `partner_ids` (partners of the workspace's programs) in
+// one transaction. Each invite expires 30 days after
+// it is sent and its `partner_invite` email goes out through the
+// outbox (the `emails` queue) after commit. Skipped, with a reason:
+// an email named earlier in the request (`duplicate`), an active or
+// suspended partner of the program (`already_partner`), an email
+// with a pending invite that has not expired (`already_invited`; an
+// expired one is issued again), and a partner id that is not a
+// partner of any program of the workspace (`unknown_partner`,
+// email null: nothing about it is told). One invalid email refuses
+// the whole request (400 naming `emails[i]`). 120 requests a minute
+// per dashboard token, shared with the other invite and application
+// operations.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/programs/{id}/invites (the `CreateInvites` operationId).
+func (c *Client) CreateInvites(ctx context.Context, id int64, body CreateInvitesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateInvitesRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CancelInvite Cancel a pending invite
+//
+// Owner or admin (`partners:write`). A pending (or expired) invite
+// becomes `cancelled` and its link stops working; the row stays and
+// is listed. An accepted or cancelled invite is a 409. 120 requests
+// a minute per dashboard token, shared.
+//
+// Corresponds with DELETE /api/v1/programs/{id}/invites/{inviteId} (the `CancelInvite` operationId).
+func (c *Client) CancelInvite(ctx context.Context, id int64, inviteId int64, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCancelInviteRequest(c.Server, id, inviteId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ResendInvite Send a pending invite again
+//
+// Owner or admin (`partners:write`). Sends the `partner_invite`
+// email again with a new link (the earlier link stops working) and
+// moves `expires_at` to 30 days from now. Only a pending (or
+// expired) invite, and at most once a minute per invite (409
+// otherwise). No body is read. 120 requests a minute per dashboard
+// token, shared.
+//
+// Corresponds with POST /api/v1/programs/{id}/invites/{inviteId}/resend (the `ResendInvite` operationId).
+func (c *Client) ResendInvite(ctx context.Context, id int64, inviteId int64, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewResendInviteRequest(c.Server, id, inviteId)
 	if err != nil {
 		return nil, err
 	}
@@ -8381,6 +9348,126 @@ func (c *Client) CreateWebhook(ctx context.Context, id int64, body CreateWebhook
 // Corresponds with DELETE /api/v1/programs/{id}/webhooks/{webhookId} (the `DeleteWebhook` operationId).
 func (c *Client) DeleteWebhook(ctx context.Context, id int64, webhookId int64, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDeleteWebhookRequest(c.Server, id, webhookId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetPublicProgram A program's public page of terms
+//
+// No sign-in; any origin (CORS as the browser routes). The terms of
+// an active program: name, domain, the commission in words and its
+// fields, the cookie window and hold in days, the currency and
+// whether applications are approved at once. Nothing private (no
+// ids, keys or workspace). An unknown slug or a paused program is a
+// 404. 60 requests a minute per IP.
+//
+// Corresponds with GET /api/v1/public/programs/{slug} (the `GetPublicProgram` operationId).
+func (c *Client) GetPublicProgram(ctx context.Context, slug string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetPublicProgramRequest(c.Server, slug)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PreflightPublicProgram CORS preflight of the browser route
+//
+// Answers a browser's CORS preflight (`Origin` and
+// `Access-Control-Request-Method` sent) with 204, allowing any
+// origin, GET and POST, and the headers `Content-Type`,
+// `Authorization` and `X-Request-ID`, for a day. An OPTIONS request
+// that is not a preflight answers 404.
+//
+// Corresponds with OPTIONS /api/v1/public/programs/{slug} (the `PreflightPublicProgram` operationId).
+func (c *Client) PreflightPublicProgram(ctx context.Context, slug string, params *PreflightPublicProgramParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPreflightPublicProgramRequest(c.Server, slug, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PreflightApplyToProgram CORS preflight of the browser route
+//
+// Answers a browser's CORS preflight (`Origin` and
+// `Access-Control-Request-Method` sent) with 204, allowing any
+// origin, GET and POST, and the headers `Content-Type`,
+// `Authorization` and `X-Request-ID`, for a day. An OPTIONS request
+// that is not a preflight answers 404.
+//
+// Corresponds with OPTIONS /api/v1/public/programs/{slug}/applications (the `PreflightApplyToProgram` operationId).
+func (c *Client) PreflightApplyToProgram(ctx context.Context, slug string, params *PreflightApplyToProgramParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPreflightApplyToProgramRequest(c.Server, slug, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ApplyToProgramWithBody Apply to a program's partner program
+//
+// No sign-in; any origin. Records an application to an active
+// program: 201 when new; 200, unchanged, when the same email already
+// has a pending application to the program. An email that is
+// already an active or suspended partner of the program is a 409.
+// With `partner_approval` `auto` the application is approved at once
+// (status `approved`: the applicant is an active partner with a
+// link and gets `application_approved`); with `manual` every owner
+// and admin of the workspace gets `application_received`. The
+// answer tells only the email, the status and when. 10 requests a
+// minute per IP.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/public/programs/{slug}/applications (the `ApplyToProgram` operationId).
+func (c *Client) ApplyToProgramWithBody(ctx context.Context, slug string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewApplyToProgramRequestWithBody(c.Server, slug, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ApplyToProgram Apply to a program's partner program
+//
+// No sign-in; any origin. Records an application to an active
+// program: 201 when new; 200, unchanged, when the same email already
+// has a pending application to the program. An email that is
+// already an active or suspended partner of the program is a 409.
+// With `partner_approval` `auto` the application is approved at once
+// (status `approved`: the applicant is an active partner with a
+// link and gets `application_approved`); with `manual` every owner
+// and admin of the workspace gets `application_received`. The
+// answer tells only the email, the status and when. 10 requests a
+// minute per IP.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/public/programs/{slug}/applications (the `ApplyToProgram` operationId).
+func (c *Client) ApplyToProgram(ctx context.Context, slug string, body ApplyToProgramJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewApplyToProgramRequest(c.Server, slug, body)
 	if err != nil {
 		return nil, err
 	}
@@ -10781,6 +11868,199 @@ func NewGenerateProgramKeyRequestWithBody(server string, id int64, contentType s
 	return req, nil
 }
 
+// NewListApplicationsRequest constructs an http.Request for the ListApplications method
+func NewListApplicationsRequest(server string, id int64, params *ListApplicationsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/programs/%s/applications", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Page != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page", *params.Page, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.PageSize != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "pageSize", *params.PageSize, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Status != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "status", *params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewApproveApplicationRequest calls the generic ApproveApplication builder with application/json body
+func NewApproveApplicationRequest(server string, id int64, applicationId int64, body ApproveApplicationJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewApproveApplicationRequestWithBody(server, id, applicationId, "application/json", bodyReader)
+}
+
+// NewApproveApplicationRequestWithBody constructs an http.Request for the ApproveApplication method, with any body, and a specified content type
+func NewApproveApplicationRequestWithBody(server string, id int64, applicationId int64, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "applicationId", applicationId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/programs/%s/applications/%s/approve", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewRejectApplicationRequest calls the generic RejectApplication builder with application/json body
+func NewRejectApplicationRequest(server string, id int64, applicationId int64, body RejectApplicationJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRejectApplicationRequestWithBody(server, id, applicationId, "application/json", bodyReader)
+}
+
+// NewRejectApplicationRequestWithBody constructs an http.Request for the RejectApplication method, with any body, and a specified content type
+func NewRejectApplicationRequestWithBody(server string, id int64, applicationId int64, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "applicationId", applicationId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/programs/%s/applications/%s/reject", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewListPartnerGroupsRequest constructs an http.Request for the ListPartnerGroups method
 func NewListPartnerGroupsRequest(server string, id int64) (*http.Request, error) {
 	var err error
@@ -10912,6 +12192,220 @@ func NewUpdatePartnerGroupRequestWithBody(server string, id int64, groupId int64
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewListInvitesRequest constructs an http.Request for the ListInvites method
+func NewListInvitesRequest(server string, id int64, params *ListInvitesParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/programs/%s/invites", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Page != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page", *params.Page, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.PageSize != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "pageSize", *params.PageSize, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Status != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "status", *params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateInvitesRequest calls the generic CreateInvites builder with application/json body
+func NewCreateInvitesRequest(server string, id int64, body CreateInvitesJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateInvitesRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewCreateInvitesRequestWithBody constructs an http.Request for the CreateInvites method, with any body, and a specified content type
+func NewCreateInvitesRequestWithBody(server string, id int64, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/programs/%s/invites", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewCancelInviteRequest constructs an http.Request for the CancelInvite method
+func NewCancelInviteRequest(server string, id int64, inviteId int64) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "inviteId", inviteId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/programs/%s/invites/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewResendInviteRequest constructs an http.Request for the ResendInvite method
+func NewResendInviteRequest(server string, id int64, inviteId int64) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "inviteId", inviteId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/programs/%s/invites/%s/resend", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
 
 	return req, nil
 }
@@ -11563,6 +13057,229 @@ func NewDeleteWebhookRequest(server string, id int64, webhookId int64) (*http.Re
 	if err != nil {
 		return nil, err
 	}
+
+	return req, nil
+}
+
+// NewGetPublicProgramRequest constructs an http.Request for the GetPublicProgram method
+func NewGetPublicProgramRequest(server string, slug string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "slug", slug, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/public/programs/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPreflightPublicProgramRequest constructs an http.Request for the PreflightPublicProgram method
+func NewPreflightPublicProgramRequest(server string, slug string, params *PreflightPublicProgramParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "slug", slug, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/public/programs/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodOptions, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.Origin != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Origin", *params.Origin, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Origin", headerParam0)
+		}
+
+		if params.AccessControlRequestMethod != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Access-Control-Request-Method", *params.AccessControlRequestMethod, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Access-Control-Request-Method", headerParam1)
+		}
+
+		if params.AccessControlRequestHeaders != nil {
+			var headerParam2 string
+
+			headerParam2, err = runtime.StyleParamWithOptions("simple", false, "Access-Control-Request-Headers", *params.AccessControlRequestHeaders, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Access-Control-Request-Headers", headerParam2)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewPreflightApplyToProgramRequest constructs an http.Request for the PreflightApplyToProgram method
+func NewPreflightApplyToProgramRequest(server string, slug string, params *PreflightApplyToProgramParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "slug", slug, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/public/programs/%s/applications", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodOptions, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.Origin != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Origin", *params.Origin, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Origin", headerParam0)
+		}
+
+		if params.AccessControlRequestMethod != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Access-Control-Request-Method", *params.AccessControlRequestMethod, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Access-Control-Request-Method", headerParam1)
+		}
+
+		if params.AccessControlRequestHeaders != nil {
+			var headerParam2 string
+
+			headerParam2, err = runtime.StyleParamWithOptions("simple", false, "Access-Control-Request-Headers", *params.AccessControlRequestHeaders, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Access-Control-Request-Headers", headerParam2)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewApplyToProgramRequest calls the generic ApplyToProgram builder with application/json body
+func NewApplyToProgramRequest(server string, slug string, body ApplyToProgramJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewApplyToProgramRequestWithBody(server, slug, "application/json", bodyReader)
+}
+
+// NewApplyToProgramRequestWithBody constructs an http.Request for the ApplyToProgram method, with any body, and a specified content type
+func NewApplyToProgramRequestWithBody(server string, slug string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "slug", slug, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/public/programs/%s/applications", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -13101,6 +14818,77 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/v1/programs/{id}/api-key (the `GenerateProgramKey` operationId).
 	GenerateProgramKeyWithResponse(ctx context.Context, id int64, body GenerateProgramKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*GenerateProgramKeyResponse, error)
 
+	// ListApplicationsWithResponse List the program's applications
+	//
+	// Any member (`partners:read`). Newest first, with the event
+	// listing's paging, narrowed by `status` (`pending`, `approved`,
+	// `rejected`). 120 requests a minute per dashboard token, shared.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/programs/{id}/applications (the `ListApplications` operationId).
+	ListApplicationsWithResponse(ctx context.Context, id int64, params *ListApplicationsParams, reqEditors ...RequestEditorFn) (*ListApplicationsResponse, error)
+
+	// ApproveApplicationWithBodyWithResponse Approve a pending application
+	//
+	// Owner or admin (`partners:write`). The applicant becomes an active
+	// partner of the program (the partner is found by email or
+	// created), in `group_id` (a group of the program; absent: the
+	// default group), with a new link whose code is 10 random lowercase
+	// letters and digits. The `partner.enrolled` webhook, the audit row
+	// and the `application_approved` email are written in the same
+	// transaction. A decided application, or an applicant who has become
+	// a partner since, is a 409. 120 requests a minute per dashboard
+	// token, shared.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/programs/{id}/applications/{applicationId}/approve (the `ApproveApplication` operationId).
+	ApproveApplicationWithBodyWithResponse(ctx context.Context, id int64, applicationId int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ApproveApplicationResponse, error)
+
+	// ApproveApplicationWithResponse Approve a pending application
+	//
+	// Owner or admin (`partners:write`). The applicant becomes an active
+	// partner of the program (the partner is found by email or
+	// created), in `group_id` (a group of the program; absent: the
+	// default group), with a new link whose code is 10 random lowercase
+	// letters and digits. The `partner.enrolled` webhook, the audit row
+	// and the `application_approved` email are written in the same
+	// transaction. A decided application, or an applicant who has become
+	// a partner since, is a 409. 120 requests a minute per dashboard
+	// token, shared.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/programs/{id}/applications/{applicationId}/approve (the `ApproveApplication` operationId).
+	ApproveApplicationWithResponse(ctx context.Context, id int64, applicationId int64, body ApproveApplicationJSONRequestBody, reqEditors ...RequestEditorFn) (*ApproveApplicationResponse, error)
+
+	// RejectApplicationWithBodyWithResponse Reject a pending application
+	//
+	// Owner or admin (`partners:write`). The application becomes
+	// `rejected` with the optional `reason`, which the
+	// `application_rejected` email to the applicant carries. A decided
+	// application is a 409. The applicant may apply again later. 120
+	// requests a minute per dashboard token, shared.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/programs/{id}/applications/{applicationId}/reject (the `RejectApplication` operationId).
+	RejectApplicationWithBodyWithResponse(ctx context.Context, id int64, applicationId int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RejectApplicationResponse, error)
+
+	// RejectApplicationWithResponse Reject a pending application
+	//
+	// Owner or admin (`partners:write`). The application becomes
+	// `rejected` with the optional `reason`, which the
+	// `application_rejected` email to the applicant carries. A decided
+	// application is a 409. The applicant may apply again later. 120
+	// requests a minute per dashboard token, shared.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/programs/{id}/applications/{applicationId}/reject (the `RejectApplication` operationId).
+	RejectApplicationWithResponse(ctx context.Context, id int64, applicationId int64, body RejectApplicationJSONRequestBody, reqEditors ...RequestEditorFn) (*RejectApplicationResponse, error)
+
 	// ListPartnerGroupsWithResponse List the program's partner groups
 	//
 	// Any member of the program's workspace (`partners:read`). Every
@@ -13177,6 +14965,88 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with PATCH /api/v1/programs/{id}/groups/{groupId} (the `UpdatePartnerGroup` operationId).
 	UpdatePartnerGroupWithResponse(ctx context.Context, id int64, groupId int64, body UpdatePartnerGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdatePartnerGroupResponse, error)
+
+	// ListInvitesWithResponse List the program's invites
+	//
+	// Any member (`partners:read`). Newest first, with the event
+	// listing's paging, narrowed by `status`: `pending`, `accepted`,
+	// `cancelled` or `expired` (a pending invite whose `expires_at` has
+	// passed). 120 requests a minute per dashboard token, shared.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/programs/{id}/invites (the `ListInvites` operationId).
+	ListInvitesWithResponse(ctx context.Context, id int64, params *ListInvitesParams, reqEditors ...RequestEditorFn) (*ListInvitesResponse, error)
+
+	// CreateInvitesWithBodyWithResponse Invite partners to the program by email
+	//
+	// Owner or admin (`partners:write`). Invites up to 50 `emails` and
+	// up to 50 `partner_ids` (partners of the workspace's programs) in
+	// one transaction. Each invite expires 30 days after
+	// it is sent and its `partner_invite` email goes out through the
+	// outbox (the `emails` queue) after commit. Skipped, with a reason:
+	// an email named earlier in the request (`duplicate`), an active or
+	// suspended partner of the program (`already_partner`), an email
+	// with a pending invite that has not expired (`already_invited`; an
+	// expired one is issued again), and a partner id that is not a
+	// partner of any program of the workspace (`unknown_partner`,
+	// email null: nothing about it is told). One invalid email refuses
+	// the whole request (400 naming `emails[i]`). 120 requests a minute
+	// per dashboard token, shared with the other invite and application
+	// operations.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/programs/{id}/invites (the `CreateInvites` operationId).
+	CreateInvitesWithBodyWithResponse(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateInvitesResponse, error)
+
+	// CreateInvitesWithResponse Invite partners to the program by email
+	//
+	// Owner or admin (`partners:write`). Invites up to 50 `emails` and
+	// up to 50 `partner_ids` (partners of the workspace's programs) in
+	// one transaction. Each invite expires 30 days after
+	// it is sent and its `partner_invite` email goes out through the
+	// outbox (the `emails` queue) after commit. Skipped, with a reason:
+	// an email named earlier in the request (`duplicate`), an active or
+	// suspended partner of the program (`already_partner`), an email
+	// with a pending invite that has not expired (`already_invited`; an
+	// expired one is issued again), and a partner id that is not a
+	// partner of any program of the workspace (`unknown_partner`,
+	// email null: nothing about it is told). One invalid email refuses
+	// the whole request (400 naming `emails[i]`). 120 requests a minute
+	// per dashboard token, shared with the other invite and application
+	// operations.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/programs/{id}/invites (the `CreateInvites` operationId).
+	CreateInvitesWithResponse(ctx context.Context, id int64, body CreateInvitesJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateInvitesResponse, error)
+
+	// CancelInviteWithResponse Cancel a pending invite
+	//
+	// Owner or admin (`partners:write`). A pending (or expired) invite
+	// becomes `cancelled` and its link stops working; the row stays and
+	// is listed. An accepted or cancelled invite is a 409. 120 requests
+	// a minute per dashboard token, shared.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /api/v1/programs/{id}/invites/{inviteId} (the `CancelInvite` operationId).
+	CancelInviteWithResponse(ctx context.Context, id int64, inviteId int64, reqEditors ...RequestEditorFn) (*CancelInviteResponse, error)
+
+	// ResendInviteWithResponse Send a pending invite again
+	//
+	// Owner or admin (`partners:write`). Sends the `partner_invite`
+	// email again with a new link (the earlier link stops working) and
+	// moves `expires_at` to 30 days from now. Only a pending (or
+	// expired) invite, and at most once a minute per invite (409
+	// otherwise). No body is read. 120 requests a minute per dashboard
+	// token, shared.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/programs/{id}/invites/{inviteId}/resend (the `ResendInvite` operationId).
+	ResendInviteWithResponse(ctx context.Context, id int64, inviteId int64, reqEditors ...RequestEditorFn) (*ResendInviteResponse, error)
 
 	// ListBrandLinksWithResponse List the program's partner links
 	//
@@ -13426,6 +15296,82 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with DELETE /api/v1/programs/{id}/webhooks/{webhookId} (the `DeleteWebhook` operationId).
 	DeleteWebhookWithResponse(ctx context.Context, id int64, webhookId int64, reqEditors ...RequestEditorFn) (*DeleteWebhookResponse, error)
+
+	// GetPublicProgramWithResponse A program's public page of terms
+	//
+	// No sign-in; any origin (CORS as the browser routes). The terms of
+	// an active program: name, domain, the commission in words and its
+	// fields, the cookie window and hold in days, the currency and
+	// whether applications are approved at once. Nothing private (no
+	// ids, keys or workspace). An unknown slug or a paused program is a
+	// 404. 60 requests a minute per IP.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/public/programs/{slug} (the `GetPublicProgram` operationId).
+	GetPublicProgramWithResponse(ctx context.Context, slug string, reqEditors ...RequestEditorFn) (*GetPublicProgramResponse, error)
+
+	// PreflightPublicProgramWithResponse CORS preflight of the browser route
+	//
+	// Answers a browser's CORS preflight (`Origin` and
+	// `Access-Control-Request-Method` sent) with 204, allowing any
+	// origin, GET and POST, and the headers `Content-Type`,
+	// `Authorization` and `X-Request-ID`, for a day. An OPTIONS request
+	// that is not a preflight answers 404.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with OPTIONS /api/v1/public/programs/{slug} (the `PreflightPublicProgram` operationId).
+	PreflightPublicProgramWithResponse(ctx context.Context, slug string, params *PreflightPublicProgramParams, reqEditors ...RequestEditorFn) (*PreflightPublicProgramResponse, error)
+
+	// PreflightApplyToProgramWithResponse CORS preflight of the browser route
+	//
+	// Answers a browser's CORS preflight (`Origin` and
+	// `Access-Control-Request-Method` sent) with 204, allowing any
+	// origin, GET and POST, and the headers `Content-Type`,
+	// `Authorization` and `X-Request-ID`, for a day. An OPTIONS request
+	// that is not a preflight answers 404.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with OPTIONS /api/v1/public/programs/{slug}/applications (the `PreflightApplyToProgram` operationId).
+	PreflightApplyToProgramWithResponse(ctx context.Context, slug string, params *PreflightApplyToProgramParams, reqEditors ...RequestEditorFn) (*PreflightApplyToProgramResponse, error)
+
+	// ApplyToProgramWithBodyWithResponse Apply to a program's partner program
+	//
+	// No sign-in; any origin. Records an application to an active
+	// program: 201 when new; 200, unchanged, when the same email already
+	// has a pending application to the program. An email that is
+	// already an active or suspended partner of the program is a 409.
+	// With `partner_approval` `auto` the application is approved at once
+	// (status `approved`: the applicant is an active partner with a
+	// link and gets `application_approved`); with `manual` every owner
+	// and admin of the workspace gets `application_received`. The
+	// answer tells only the email, the status and when. 10 requests a
+	// minute per IP.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/public/programs/{slug}/applications (the `ApplyToProgram` operationId).
+	ApplyToProgramWithBodyWithResponse(ctx context.Context, slug string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ApplyToProgramResponse, error)
+
+	// ApplyToProgramWithResponse Apply to a program's partner program
+	//
+	// No sign-in; any origin. Records an application to an active
+	// program: 201 when new; 200, unchanged, when the same email already
+	// has a pending application to the program. An email that is
+	// already an active or suspended partner of the program is a 409.
+	// With `partner_approval` `auto` the application is approved at once
+	// (status `approved`: the applicant is an active partner with a
+	// link and gets `application_approved`); with `manual` every owner
+	// and admin of the workspace gets `application_received`. The
+	// answer tells only the email, the status and when. 10 requests a
+	// minute per IP.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/public/programs/{slug}/applications (the `ApplyToProgram` operationId).
+	ApplyToProgramWithResponse(ctx context.Context, slug string, body ApplyToProgramJSONRequestBody, reqEditors ...RequestEditorFn) (*ApplyToProgramResponse, error)
 
 	// PreflightTrackClickWithResponse CORS preflight of the browser route
 	//
@@ -14192,6 +16138,13 @@ type AgentUpdateProgramResponse404Headers struct {
 	XRateLimitReset     *int
 }
 
+// AgentUpdateProgramResponse409Headers the declared response headers of an HTTP 409 response for AgentUpdateProgram
+type AgentUpdateProgramResponse409Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
 // AgentUpdateProgramResponse413Headers the declared response headers of an HTTP 413 response for AgentUpdateProgram
 type AgentUpdateProgramResponse413Headers struct {
 	XRateLimitLimit     *int
@@ -14229,6 +16182,8 @@ type AgentUpdateProgramResponse struct {
 	JSON404 *PlatformError
 	// JSON408 the response for an HTTP 408 `application/json` response
 	JSON408 *PlatformError
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *PlatformError
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *TypedError
 	// JSON429 the response for an HTTP 429 `application/json` response
@@ -14247,6 +16202,8 @@ type AgentUpdateProgramResponse struct {
 	Headers403 *AgentUpdateProgramResponse403Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *AgentUpdateProgramResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *AgentUpdateProgramResponse409Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
 	Headers413 *AgentUpdateProgramResponse413Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -14283,6 +16240,11 @@ func (r AgentUpdateProgramResponse) GetJSON404() *PlatformError {
 // GetJSON408 returns the response for an HTTP 408 `application/json` response
 func (r AgentUpdateProgramResponse) GetJSON408() *PlatformError {
 	return r.JSON408
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r AgentUpdateProgramResponse) GetJSON409() *PlatformError {
+	return r.JSON409
 }
 
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
@@ -18001,6 +19963,589 @@ func (r GenerateProgramKeyResponse) ContentType() string {
 	return ""
 }
 
+// ListApplicationsResponse200Headers the declared response headers of an HTTP 200 response for ListApplications
+type ListApplicationsResponse200Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// ListApplicationsResponse400Headers the declared response headers of an HTTP 400 response for ListApplications
+type ListApplicationsResponse400Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// ListApplicationsResponse401Headers the declared response headers of an HTTP 401 response for ListApplications
+type ListApplicationsResponse401Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// ListApplicationsResponse403Headers the declared response headers of an HTTP 403 response for ListApplications
+type ListApplicationsResponse403Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// ListApplicationsResponse404Headers the declared response headers of an HTTP 404 response for ListApplications
+type ListApplicationsResponse404Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// ListApplicationsResponse413Headers the declared response headers of an HTTP 413 response for ListApplications
+type ListApplicationsResponse413Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// ListApplicationsResponse429Headers the declared response headers of an HTTP 429 response for ListApplications
+type ListApplicationsResponse429Headers struct {
+	RetryAfter          *int
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// ListApplicationsResponse500Headers the declared response headers of an HTTP 500 response for ListApplications
+type ListApplicationsResponse500Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+type ListApplicationsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ApplicationList
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *PlatformError
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PlatformError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *PlatformError
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TypedError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *PlatformError
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *PlatformError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListApplicationsResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ListApplicationsResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListApplicationsResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ListApplicationsResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *ListApplicationsResponse404Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *ListApplicationsResponse413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListApplicationsResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ListApplicationsResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListApplicationsResponse) GetJSON200() *ApplicationList {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListApplicationsResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListApplicationsResponse) GetJSON401() *PlatformError {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListApplicationsResponse) GetJSON403() *PlatformError {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ListApplicationsResponse) GetJSON404() *PlatformError {
+	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r ListApplicationsResponse) GetJSON408() *PlatformError {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r ListApplicationsResponse) GetJSON413() *TypedError {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListApplicationsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r ListApplicationsResponse) GetJSON431() *PlatformError {
+	return r.JSON431
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListApplicationsResponse) GetJSON500() *PlatformError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ListApplicationsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListApplicationsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListApplicationsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListApplicationsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ApproveApplicationResponse200Headers the declared response headers of an HTTP 200 response for ApproveApplication
+type ApproveApplicationResponse200Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// ApproveApplicationResponse400Headers the declared response headers of an HTTP 400 response for ApproveApplication
+type ApproveApplicationResponse400Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// ApproveApplicationResponse401Headers the declared response headers of an HTTP 401 response for ApproveApplication
+type ApproveApplicationResponse401Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// ApproveApplicationResponse403Headers the declared response headers of an HTTP 403 response for ApproveApplication
+type ApproveApplicationResponse403Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// ApproveApplicationResponse404Headers the declared response headers of an HTTP 404 response for ApproveApplication
+type ApproveApplicationResponse404Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// ApproveApplicationResponse409Headers the declared response headers of an HTTP 409 response for ApproveApplication
+type ApproveApplicationResponse409Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// ApproveApplicationResponse413Headers the declared response headers of an HTTP 413 response for ApproveApplication
+type ApproveApplicationResponse413Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// ApproveApplicationResponse429Headers the declared response headers of an HTTP 429 response for ApproveApplication
+type ApproveApplicationResponse429Headers struct {
+	RetryAfter          *int
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// ApproveApplicationResponse500Headers the declared response headers of an HTTP 500 response for ApproveApplication
+type ApproveApplicationResponse500Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+type ApproveApplicationResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ApplicationResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *PlatformError
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PlatformError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *PlatformError
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *PlatformError
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TypedError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *PlatformError
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *PlatformError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ApproveApplicationResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ApproveApplicationResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ApproveApplicationResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ApproveApplicationResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *ApproveApplicationResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *ApproveApplicationResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *ApproveApplicationResponse413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ApproveApplicationResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ApproveApplicationResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ApproveApplicationResponse) GetJSON200() *ApplicationResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ApproveApplicationResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ApproveApplicationResponse) GetJSON401() *PlatformError {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ApproveApplicationResponse) GetJSON403() *PlatformError {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ApproveApplicationResponse) GetJSON404() *PlatformError {
+	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r ApproveApplicationResponse) GetJSON408() *PlatformError {
+	return r.JSON408
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r ApproveApplicationResponse) GetJSON409() *PlatformError {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r ApproveApplicationResponse) GetJSON413() *TypedError {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ApproveApplicationResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r ApproveApplicationResponse) GetJSON431() *PlatformError {
+	return r.JSON431
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ApproveApplicationResponse) GetJSON500() *PlatformError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ApproveApplicationResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ApproveApplicationResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ApproveApplicationResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ApproveApplicationResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RejectApplicationResponse200Headers the declared response headers of an HTTP 200 response for RejectApplication
+type RejectApplicationResponse200Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// RejectApplicationResponse400Headers the declared response headers of an HTTP 400 response for RejectApplication
+type RejectApplicationResponse400Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// RejectApplicationResponse401Headers the declared response headers of an HTTP 401 response for RejectApplication
+type RejectApplicationResponse401Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// RejectApplicationResponse403Headers the declared response headers of an HTTP 403 response for RejectApplication
+type RejectApplicationResponse403Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// RejectApplicationResponse404Headers the declared response headers of an HTTP 404 response for RejectApplication
+type RejectApplicationResponse404Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// RejectApplicationResponse409Headers the declared response headers of an HTTP 409 response for RejectApplication
+type RejectApplicationResponse409Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// RejectApplicationResponse413Headers the declared response headers of an HTTP 413 response for RejectApplication
+type RejectApplicationResponse413Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// RejectApplicationResponse429Headers the declared response headers of an HTTP 429 response for RejectApplication
+type RejectApplicationResponse429Headers struct {
+	RetryAfter          *int
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// RejectApplicationResponse500Headers the declared response headers of an HTTP 500 response for RejectApplication
+type RejectApplicationResponse500Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+type RejectApplicationResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ApplicationResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *PlatformError
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PlatformError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *PlatformError
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *PlatformError
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TypedError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *PlatformError
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *PlatformError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *RejectApplicationResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *RejectApplicationResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RejectApplicationResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *RejectApplicationResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *RejectApplicationResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *RejectApplicationResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *RejectApplicationResponse413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RejectApplicationResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *RejectApplicationResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RejectApplicationResponse) GetJSON200() *ApplicationResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r RejectApplicationResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r RejectApplicationResponse) GetJSON401() *PlatformError {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r RejectApplicationResponse) GetJSON403() *PlatformError {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r RejectApplicationResponse) GetJSON404() *PlatformError {
+	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r RejectApplicationResponse) GetJSON408() *PlatformError {
+	return r.JSON408
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r RejectApplicationResponse) GetJSON409() *PlatformError {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r RejectApplicationResponse) GetJSON413() *TypedError {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r RejectApplicationResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r RejectApplicationResponse) GetJSON431() *PlatformError {
+	return r.JSON431
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r RejectApplicationResponse) GetJSON500() *PlatformError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r RejectApplicationResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RejectApplicationResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RejectApplicationResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RejectApplicationResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListPartnerGroupsResponse200Headers the declared response headers of an HTTP 200 response for ListPartnerGroups
 type ListPartnerGroupsResponse200Headers struct {
 	XRateLimitLimit     *int
@@ -18578,6 +21123,752 @@ func (r UpdatePartnerGroupResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r UpdatePartnerGroupResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListInvitesResponse200Headers the declared response headers of an HTTP 200 response for ListInvites
+type ListInvitesResponse200Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// ListInvitesResponse400Headers the declared response headers of an HTTP 400 response for ListInvites
+type ListInvitesResponse400Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// ListInvitesResponse401Headers the declared response headers of an HTTP 401 response for ListInvites
+type ListInvitesResponse401Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// ListInvitesResponse403Headers the declared response headers of an HTTP 403 response for ListInvites
+type ListInvitesResponse403Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// ListInvitesResponse404Headers the declared response headers of an HTTP 404 response for ListInvites
+type ListInvitesResponse404Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// ListInvitesResponse413Headers the declared response headers of an HTTP 413 response for ListInvites
+type ListInvitesResponse413Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// ListInvitesResponse429Headers the declared response headers of an HTTP 429 response for ListInvites
+type ListInvitesResponse429Headers struct {
+	RetryAfter          *int
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// ListInvitesResponse500Headers the declared response headers of an HTTP 500 response for ListInvites
+type ListInvitesResponse500Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+type ListInvitesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *InviteList
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *PlatformError
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PlatformError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *PlatformError
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TypedError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *PlatformError
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *PlatformError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListInvitesResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ListInvitesResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListInvitesResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ListInvitesResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *ListInvitesResponse404Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *ListInvitesResponse413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListInvitesResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ListInvitesResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListInvitesResponse) GetJSON200() *InviteList {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListInvitesResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListInvitesResponse) GetJSON401() *PlatformError {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListInvitesResponse) GetJSON403() *PlatformError {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ListInvitesResponse) GetJSON404() *PlatformError {
+	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r ListInvitesResponse) GetJSON408() *PlatformError {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r ListInvitesResponse) GetJSON413() *TypedError {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListInvitesResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r ListInvitesResponse) GetJSON431() *PlatformError {
+	return r.JSON431
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListInvitesResponse) GetJSON500() *PlatformError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ListInvitesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListInvitesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListInvitesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListInvitesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateInvitesResponse200Headers the declared response headers of an HTTP 200 response for CreateInvites
+type CreateInvitesResponse200Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// CreateInvitesResponse400Headers the declared response headers of an HTTP 400 response for CreateInvites
+type CreateInvitesResponse400Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// CreateInvitesResponse401Headers the declared response headers of an HTTP 401 response for CreateInvites
+type CreateInvitesResponse401Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// CreateInvitesResponse403Headers the declared response headers of an HTTP 403 response for CreateInvites
+type CreateInvitesResponse403Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// CreateInvitesResponse404Headers the declared response headers of an HTTP 404 response for CreateInvites
+type CreateInvitesResponse404Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// CreateInvitesResponse413Headers the declared response headers of an HTTP 413 response for CreateInvites
+type CreateInvitesResponse413Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// CreateInvitesResponse429Headers the declared response headers of an HTTP 429 response for CreateInvites
+type CreateInvitesResponse429Headers struct {
+	RetryAfter          *int
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// CreateInvitesResponse500Headers the declared response headers of an HTTP 500 response for CreateInvites
+type CreateInvitesResponse500Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+type CreateInvitesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *InviteCreateResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *PlatformError
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PlatformError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *PlatformError
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TypedError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *PlatformError
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *PlatformError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *CreateInvitesResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *CreateInvitesResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateInvitesResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *CreateInvitesResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *CreateInvitesResponse404Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *CreateInvitesResponse413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateInvitesResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *CreateInvitesResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CreateInvitesResponse) GetJSON200() *InviteCreateResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreateInvitesResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateInvitesResponse) GetJSON401() *PlatformError {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreateInvitesResponse) GetJSON403() *PlatformError {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CreateInvitesResponse) GetJSON404() *PlatformError {
+	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r CreateInvitesResponse) GetJSON408() *PlatformError {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreateInvitesResponse) GetJSON413() *TypedError {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CreateInvitesResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r CreateInvitesResponse) GetJSON431() *PlatformError {
+	return r.JSON431
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CreateInvitesResponse) GetJSON500() *PlatformError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateInvitesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateInvitesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateInvitesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateInvitesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CancelInviteResponse200Headers the declared response headers of an HTTP 200 response for CancelInvite
+type CancelInviteResponse200Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// CancelInviteResponse401Headers the declared response headers of an HTTP 401 response for CancelInvite
+type CancelInviteResponse401Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// CancelInviteResponse403Headers the declared response headers of an HTTP 403 response for CancelInvite
+type CancelInviteResponse403Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// CancelInviteResponse404Headers the declared response headers of an HTTP 404 response for CancelInvite
+type CancelInviteResponse404Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// CancelInviteResponse409Headers the declared response headers of an HTTP 409 response for CancelInvite
+type CancelInviteResponse409Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// CancelInviteResponse413Headers the declared response headers of an HTTP 413 response for CancelInvite
+type CancelInviteResponse413Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// CancelInviteResponse429Headers the declared response headers of an HTTP 429 response for CancelInvite
+type CancelInviteResponse429Headers struct {
+	RetryAfter          *int
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// CancelInviteResponse500Headers the declared response headers of an HTTP 500 response for CancelInvite
+type CancelInviteResponse500Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+type CancelInviteResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *InviteResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *PlatformError
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PlatformError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *PlatformError
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *PlatformError
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TypedError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *PlatformError
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *PlatformError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *CancelInviteResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CancelInviteResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *CancelInviteResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *CancelInviteResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *CancelInviteResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *CancelInviteResponse413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CancelInviteResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *CancelInviteResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CancelInviteResponse) GetJSON200() *InviteResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CancelInviteResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CancelInviteResponse) GetJSON401() *PlatformError {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CancelInviteResponse) GetJSON403() *PlatformError {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CancelInviteResponse) GetJSON404() *PlatformError {
+	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r CancelInviteResponse) GetJSON408() *PlatformError {
+	return r.JSON408
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CancelInviteResponse) GetJSON409() *PlatformError {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CancelInviteResponse) GetJSON413() *TypedError {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CancelInviteResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r CancelInviteResponse) GetJSON431() *PlatformError {
+	return r.JSON431
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CancelInviteResponse) GetJSON500() *PlatformError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r CancelInviteResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CancelInviteResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CancelInviteResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CancelInviteResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ResendInviteResponse200Headers the declared response headers of an HTTP 200 response for ResendInvite
+type ResendInviteResponse200Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// ResendInviteResponse401Headers the declared response headers of an HTTP 401 response for ResendInvite
+type ResendInviteResponse401Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// ResendInviteResponse403Headers the declared response headers of an HTTP 403 response for ResendInvite
+type ResendInviteResponse403Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// ResendInviteResponse404Headers the declared response headers of an HTTP 404 response for ResendInvite
+type ResendInviteResponse404Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// ResendInviteResponse409Headers the declared response headers of an HTTP 409 response for ResendInvite
+type ResendInviteResponse409Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// ResendInviteResponse413Headers the declared response headers of an HTTP 413 response for ResendInvite
+type ResendInviteResponse413Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// ResendInviteResponse429Headers the declared response headers of an HTTP 429 response for ResendInvite
+type ResendInviteResponse429Headers struct {
+	RetryAfter          *int
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// ResendInviteResponse500Headers the declared response headers of an HTTP 500 response for ResendInvite
+type ResendInviteResponse500Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+type ResendInviteResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *InviteResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *PlatformError
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PlatformError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *PlatformError
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *PlatformError
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TypedError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *PlatformError
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *PlatformError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ResendInviteResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ResendInviteResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ResendInviteResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *ResendInviteResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *ResendInviteResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *ResendInviteResponse413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ResendInviteResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ResendInviteResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ResendInviteResponse) GetJSON200() *InviteResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ResendInviteResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ResendInviteResponse) GetJSON401() *PlatformError {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ResendInviteResponse) GetJSON403() *PlatformError {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ResendInviteResponse) GetJSON404() *PlatformError {
+	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r ResendInviteResponse) GetJSON408() *PlatformError {
+	return r.JSON408
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r ResendInviteResponse) GetJSON409() *PlatformError {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r ResendInviteResponse) GetJSON413() *TypedError {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ResendInviteResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r ResendInviteResponse) GetJSON431() *PlatformError {
+	return r.JSON431
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ResendInviteResponse) GetJSON500() *PlatformError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ResendInviteResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ResendInviteResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ResendInviteResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ResendInviteResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -19977,6 +23268,13 @@ type UpdateProgramSettingsResponse404Headers struct {
 	XRateLimitReset     *int
 }
 
+// UpdateProgramSettingsResponse409Headers the declared response headers of an HTTP 409 response for UpdateProgramSettings
+type UpdateProgramSettingsResponse409Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
 // UpdateProgramSettingsResponse413Headers the declared response headers of an HTTP 413 response for UpdateProgramSettings
 type UpdateProgramSettingsResponse413Headers struct {
 	XRateLimitLimit     *int
@@ -20014,6 +23312,8 @@ type UpdateProgramSettingsResponse struct {
 	JSON404 *PlatformError
 	// JSON408 the response for an HTTP 408 `application/json` response
 	JSON408 *PlatformError
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *PlatformError
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *TypedError
 	// JSON429 the response for an HTTP 429 `application/json` response
@@ -20032,6 +23332,8 @@ type UpdateProgramSettingsResponse struct {
 	Headers403 *UpdateProgramSettingsResponse403Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *UpdateProgramSettingsResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *UpdateProgramSettingsResponse409Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
 	Headers413 *UpdateProgramSettingsResponse413Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -20068,6 +23370,11 @@ func (r UpdateProgramSettingsResponse) GetJSON404() *PlatformError {
 // GetJSON408 returns the response for an HTTP 408 `application/json` response
 func (r UpdateProgramSettingsResponse) GetJSON408() *PlatformError {
 	return r.JSON408
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r UpdateProgramSettingsResponse) GetJSON409() *PlatformError {
+	return r.JSON409
 }
 
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
@@ -20404,6 +23711,488 @@ func (r DeleteWebhookResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r DeleteWebhookResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetPublicProgramResponse200Headers the declared response headers of an HTTP 200 response for GetPublicProgram
+type GetPublicProgramResponse200Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// GetPublicProgramResponse404Headers the declared response headers of an HTTP 404 response for GetPublicProgram
+type GetPublicProgramResponse404Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// GetPublicProgramResponse413Headers the declared response headers of an HTTP 413 response for GetPublicProgram
+type GetPublicProgramResponse413Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// GetPublicProgramResponse429Headers the declared response headers of an HTTP 429 response for GetPublicProgram
+type GetPublicProgramResponse429Headers struct {
+	RetryAfter          *int
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// GetPublicProgramResponse500Headers the declared response headers of an HTTP 500 response for GetPublicProgram
+type GetPublicProgramResponse500Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+type GetPublicProgramResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *PublicProgramResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *PlatformError
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TypedError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *PlatformError
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *PlatformError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetPublicProgramResponse200Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *GetPublicProgramResponse404Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *GetPublicProgramResponse413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetPublicProgramResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetPublicProgramResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetPublicProgramResponse) GetJSON200() *PublicProgramResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetPublicProgramResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetPublicProgramResponse) GetJSON404() *PlatformError {
+	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r GetPublicProgramResponse) GetJSON408() *PlatformError {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r GetPublicProgramResponse) GetJSON413() *TypedError {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetPublicProgramResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r GetPublicProgramResponse) GetJSON431() *PlatformError {
+	return r.JSON431
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetPublicProgramResponse) GetJSON500() *PlatformError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetPublicProgramResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetPublicProgramResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetPublicProgramResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetPublicProgramResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PreflightPublicProgramResponse204Headers the declared response headers of an HTTP 204 response for PreflightPublicProgram
+type PreflightPublicProgramResponse204Headers struct {
+	AccessControlAllowHeaders *string
+	AccessControlAllowMethods string
+	AccessControlAllowOrigin  string
+	AccessControlMaxAge       *int
+	XRequestID                string
+}
+
+// PreflightPublicProgramResponse404Headers the declared response headers of an HTTP 404 response for PreflightPublicProgram
+type PreflightPublicProgramResponse404Headers struct {
+	XRequestID string
+}
+
+type PreflightPublicProgramResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *PlatformError
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *PlatformError
+	// Headers204 the parsed response headers for an HTTP 204 response
+	Headers204 *PreflightPublicProgramResponse204Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *PreflightPublicProgramResponse404Headers
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PreflightPublicProgramResponse) GetJSON404() *PlatformError {
+	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r PreflightPublicProgramResponse) GetJSON408() *PlatformError {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PreflightPublicProgramResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r PreflightPublicProgramResponse) GetJSON431() *PlatformError {
+	return r.JSON431
+}
+
+// GetBody returns the raw response body bytes
+func (r PreflightPublicProgramResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PreflightPublicProgramResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PreflightPublicProgramResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PreflightPublicProgramResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PreflightApplyToProgramResponse204Headers the declared response headers of an HTTP 204 response for PreflightApplyToProgram
+type PreflightApplyToProgramResponse204Headers struct {
+	AccessControlAllowHeaders *string
+	AccessControlAllowMethods string
+	AccessControlAllowOrigin  string
+	AccessControlMaxAge       *int
+	XRequestID                string
+}
+
+// PreflightApplyToProgramResponse404Headers the declared response headers of an HTTP 404 response for PreflightApplyToProgram
+type PreflightApplyToProgramResponse404Headers struct {
+	XRequestID string
+}
+
+type PreflightApplyToProgramResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *PlatformError
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *PlatformError
+	// Headers204 the parsed response headers for an HTTP 204 response
+	Headers204 *PreflightApplyToProgramResponse204Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *PreflightApplyToProgramResponse404Headers
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PreflightApplyToProgramResponse) GetJSON404() *PlatformError {
+	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r PreflightApplyToProgramResponse) GetJSON408() *PlatformError {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PreflightApplyToProgramResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r PreflightApplyToProgramResponse) GetJSON431() *PlatformError {
+	return r.JSON431
+}
+
+// GetBody returns the raw response body bytes
+func (r PreflightApplyToProgramResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PreflightApplyToProgramResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PreflightApplyToProgramResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PreflightApplyToProgramResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ApplyToProgramResponse200Headers the declared response headers of an HTTP 200 response for ApplyToProgram
+type ApplyToProgramResponse200Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// ApplyToProgramResponse201Headers the declared response headers of an HTTP 201 response for ApplyToProgram
+type ApplyToProgramResponse201Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// ApplyToProgramResponse400Headers the declared response headers of an HTTP 400 response for ApplyToProgram
+type ApplyToProgramResponse400Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// ApplyToProgramResponse404Headers the declared response headers of an HTTP 404 response for ApplyToProgram
+type ApplyToProgramResponse404Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// ApplyToProgramResponse409Headers the declared response headers of an HTTP 409 response for ApplyToProgram
+type ApplyToProgramResponse409Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// ApplyToProgramResponse413Headers the declared response headers of an HTTP 413 response for ApplyToProgram
+type ApplyToProgramResponse413Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// ApplyToProgramResponse429Headers the declared response headers of an HTTP 429 response for ApplyToProgram
+type ApplyToProgramResponse429Headers struct {
+	RetryAfter          *int
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// ApplyToProgramResponse500Headers the declared response headers of an HTTP 500 response for ApplyToProgram
+type ApplyToProgramResponse500Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+type ApplyToProgramResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *PublicApplicationResponse
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *PublicApplicationResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *PlatformError
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *PlatformError
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TypedError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *PlatformError
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *PlatformError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ApplyToProgramResponse200Headers
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *ApplyToProgramResponse201Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ApplyToProgramResponse400Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *ApplyToProgramResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *ApplyToProgramResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *ApplyToProgramResponse413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ApplyToProgramResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ApplyToProgramResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ApplyToProgramResponse) GetJSON200() *PublicApplicationResponse {
+	return r.JSON200
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r ApplyToProgramResponse) GetJSON201() *PublicApplicationResponse {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ApplyToProgramResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ApplyToProgramResponse) GetJSON404() *PlatformError {
+	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r ApplyToProgramResponse) GetJSON408() *PlatformError {
+	return r.JSON408
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r ApplyToProgramResponse) GetJSON409() *PlatformError {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r ApplyToProgramResponse) GetJSON413() *TypedError {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ApplyToProgramResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r ApplyToProgramResponse) GetJSON431() *PlatformError {
+	return r.JSON431
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ApplyToProgramResponse) GetJSON500() *PlatformError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ApplyToProgramResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ApplyToProgramResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ApplyToProgramResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ApplyToProgramResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -23547,6 +27336,107 @@ func (c *ClientWithResponses) GenerateProgramKeyWithResponse(ctx context.Context
 	return ParseGenerateProgramKeyResponse(rsp)
 }
 
+// ListApplicationsWithResponse List the program's applications
+//
+// Any member (`partners:read`). Newest first, with the event
+// listing's paging, narrowed by `status` (`pending`, `approved`,
+// `rejected`). 120 requests a minute per dashboard token, shared.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/programs/{id}/applications (the `ListApplications` operationId).
+func (c *ClientWithResponses) ListApplicationsWithResponse(ctx context.Context, id int64, params *ListApplicationsParams, reqEditors ...RequestEditorFn) (*ListApplicationsResponse, error) {
+	rsp, err := c.ListApplications(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListApplicationsResponse(rsp)
+}
+
+// ApproveApplicationWithBodyWithResponse Approve a pending application
+//
+// Owner or admin (`partners:write`). The applicant becomes an active
+// partner of the program (the partner is found by email or
+// created), in `group_id` (a group of the program; absent: the
+// default group), with a new link whose code is 10 random lowercase
+// letters and digits. The `partner.enrolled` webhook, the audit row
+// and the `application_approved` email are written in the same
+// transaction. A decided application, or an applicant who has become
+// a partner since, is a 409. 120 requests a minute per dashboard
+// token, shared.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/programs/{id}/applications/{applicationId}/approve (the `ApproveApplication` operationId).
+func (c *ClientWithResponses) ApproveApplicationWithBodyWithResponse(ctx context.Context, id int64, applicationId int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ApproveApplicationResponse, error) {
+	rsp, err := c.ApproveApplicationWithBody(ctx, id, applicationId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseApproveApplicationResponse(rsp)
+}
+
+// ApproveApplicationWithResponse Approve a pending application
+//
+// Owner or admin (`partners:write`). The applicant becomes an active
+// partner of the program (the partner is found by email or
+// created), in `group_id` (a group of the program; absent: the
+// default group), with a new link whose code is 10 random lowercase
+// letters and digits. The `partner.enrolled` webhook, the audit row
+// and the `application_approved` email are written in the same
+// transaction. A decided application, or an applicant who has become
+// a partner since, is a 409. 120 requests a minute per dashboard
+// token, shared.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/programs/{id}/applications/{applicationId}/approve (the `ApproveApplication` operationId).
+func (c *ClientWithResponses) ApproveApplicationWithResponse(ctx context.Context, id int64, applicationId int64, body ApproveApplicationJSONRequestBody, reqEditors ...RequestEditorFn) (*ApproveApplicationResponse, error) {
+	rsp, err := c.ApproveApplication(ctx, id, applicationId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseApproveApplicationResponse(rsp)
+}
+
+// RejectApplicationWithBodyWithResponse Reject a pending application
+//
+// Owner or admin (`partners:write`). The application becomes
+// `rejected` with the optional `reason`, which the
+// `application_rejected` email to the applicant carries. A decided
+// application is a 409. The applicant may apply again later. 120
+// requests a minute per dashboard token, shared.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/programs/{id}/applications/{applicationId}/reject (the `RejectApplication` operationId).
+func (c *ClientWithResponses) RejectApplicationWithBodyWithResponse(ctx context.Context, id int64, applicationId int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RejectApplicationResponse, error) {
+	rsp, err := c.RejectApplicationWithBody(ctx, id, applicationId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRejectApplicationResponse(rsp)
+}
+
+// RejectApplicationWithResponse Reject a pending application
+//
+// Owner or admin (`partners:write`). The application becomes
+// `rejected` with the optional `reason`, which the
+// `application_rejected` email to the applicant carries. A decided
+// application is a 409. The applicant may apply again later. 120
+// requests a minute per dashboard token, shared.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/programs/{id}/applications/{applicationId}/reject (the `RejectApplication` operationId).
+func (c *ClientWithResponses) RejectApplicationWithResponse(ctx context.Context, id int64, applicationId int64, body RejectApplicationJSONRequestBody, reqEditors ...RequestEditorFn) (*RejectApplicationResponse, error) {
+	rsp, err := c.RejectApplication(ctx, id, applicationId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRejectApplicationResponse(rsp)
+}
+
 // ListPartnerGroupsWithResponse List the program's partner groups
 //
 // Any member of the program's workspace (`partners:read`). Every
@@ -23652,6 +27542,118 @@ func (c *ClientWithResponses) UpdatePartnerGroupWithResponse(ctx context.Context
 		return nil, err
 	}
 	return ParseUpdatePartnerGroupResponse(rsp)
+}
+
+// ListInvitesWithResponse List the program's invites
+//
+// Any member (`partners:read`). Newest first, with the event
+// listing's paging, narrowed by `status`: `pending`, `accepted`,
+// `cancelled` or `expired` (a pending invite whose `expires_at` has
+// passed). 120 requests a minute per dashboard token, shared.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/programs/{id}/invites (the `ListInvites` operationId).
+func (c *ClientWithResponses) ListInvitesWithResponse(ctx context.Context, id int64, params *ListInvitesParams, reqEditors ...RequestEditorFn) (*ListInvitesResponse, error) {
+	rsp, err := c.ListInvites(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListInvitesResponse(rsp)
+}
+
+// CreateInvitesWithBodyWithResponse Invite partners to the program by email
+//
+// Owner or admin (`partners:write`). Invites up to 50 `emails` and
+// up to 50 `partner_ids` (partners of the workspace's programs) in
+// one transaction. Each invite expires 30 days after
+// it is sent and its `partner_invite` email goes out through the
+// outbox (the `emails` queue) after commit. Skipped, with a reason:
+// an email named earlier in the request (`duplicate`), an active or
+// suspended partner of the program (`already_partner`), an email
+// with a pending invite that has not expired (`already_invited`; an
+// expired one is issued again), and a partner id that is not a
+// partner of any program of the workspace (`unknown_partner`,
+// email null: nothing about it is told). One invalid email refuses
+// the whole request (400 naming `emails[i]`). 120 requests a minute
+// per dashboard token, shared with the other invite and application
+// operations.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/programs/{id}/invites (the `CreateInvites` operationId).
+func (c *ClientWithResponses) CreateInvitesWithBodyWithResponse(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateInvitesResponse, error) {
+	rsp, err := c.CreateInvitesWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateInvitesResponse(rsp)
+}
+
+// CreateInvitesWithResponse Invite partners to the program by email
+//
+// Owner or admin (`partners:write`). Invites up to 50 `emails` and
+// up to 50 `partner_ids` (partners of the workspace's programs) in
+// one transaction. Each invite expires 30 days after
+// it is sent and its `partner_invite` email goes out through the
+// outbox (the `emails` queue) after commit. Skipped, with a reason:
+// an email named earlier in the request (`duplicate`), an active or
+// suspended partner of the program (`already_partner`), an email
+// with a pending invite that has not expired (`already_invited`; an
+// expired one is issued again), and a partner id that is not a
+// partner of any program of the workspace (`unknown_partner`,
+// email null: nothing about it is told). One invalid email refuses
+// the whole request (400 naming `emails[i]`). 120 requests a minute
+// per dashboard token, shared with the other invite and application
+// operations.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/programs/{id}/invites (the `CreateInvites` operationId).
+func (c *ClientWithResponses) CreateInvitesWithResponse(ctx context.Context, id int64, body CreateInvitesJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateInvitesResponse, error) {
+	rsp, err := c.CreateInvites(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateInvitesResponse(rsp)
+}
+
+// CancelInviteWithResponse Cancel a pending invite
+//
+// Owner or admin (`partners:write`). A pending (or expired) invite
+// becomes `cancelled` and its link stops working; the row stays and
+// is listed. An accepted or cancelled invite is a 409. 120 requests
+// a minute per dashboard token, shared.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /api/v1/programs/{id}/invites/{inviteId} (the `CancelInvite` operationId).
+func (c *ClientWithResponses) CancelInviteWithResponse(ctx context.Context, id int64, inviteId int64, reqEditors ...RequestEditorFn) (*CancelInviteResponse, error) {
+	rsp, err := c.CancelInvite(ctx, id, inviteId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCancelInviteResponse(rsp)
+}
+
+// ResendInviteWithResponse Send a pending invite again
+//
+// Owner or admin (`partners:write`). Sends the `partner_invite`
+// email again with a new link (the earlier link stops working) and
+// moves `expires_at` to 30 days from now. Only a pending (or
+// expired) invite, and at most once a minute per invite (409
+// otherwise). No body is read. 120 requests a minute per dashboard
+// token, shared.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/programs/{id}/invites/{inviteId}/resend (the `ResendInvite` operationId).
+func (c *ClientWithResponses) ResendInviteWithResponse(ctx context.Context, id int64, inviteId int64, reqEditors ...RequestEditorFn) (*ResendInviteResponse, error) {
+	rsp, err := c.ResendInvite(ctx, id, inviteId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseResendInviteResponse(rsp)
 }
 
 // ListBrandLinksWithResponse List the program's partner links
@@ -24003,6 +28005,112 @@ func (c *ClientWithResponses) DeleteWebhookWithResponse(ctx context.Context, id 
 		return nil, err
 	}
 	return ParseDeleteWebhookResponse(rsp)
+}
+
+// GetPublicProgramWithResponse A program's public page of terms
+//
+// No sign-in; any origin (CORS as the browser routes). The terms of
+// an active program: name, domain, the commission in words and its
+// fields, the cookie window and hold in days, the currency and
+// whether applications are approved at once. Nothing private (no
+// ids, keys or workspace). An unknown slug or a paused program is a
+// 404. 60 requests a minute per IP.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/public/programs/{slug} (the `GetPublicProgram` operationId).
+func (c *ClientWithResponses) GetPublicProgramWithResponse(ctx context.Context, slug string, reqEditors ...RequestEditorFn) (*GetPublicProgramResponse, error) {
+	rsp, err := c.GetPublicProgram(ctx, slug, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetPublicProgramResponse(rsp)
+}
+
+// PreflightPublicProgramWithResponse CORS preflight of the browser route
+//
+// Answers a browser's CORS preflight (`Origin` and
+// `Access-Control-Request-Method` sent) with 204, allowing any
+// origin, GET and POST, and the headers `Content-Type`,
+// `Authorization` and `X-Request-ID`, for a day. An OPTIONS request
+// that is not a preflight answers 404.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with OPTIONS /api/v1/public/programs/{slug} (the `PreflightPublicProgram` operationId).
+func (c *ClientWithResponses) PreflightPublicProgramWithResponse(ctx context.Context, slug string, params *PreflightPublicProgramParams, reqEditors ...RequestEditorFn) (*PreflightPublicProgramResponse, error) {
+	rsp, err := c.PreflightPublicProgram(ctx, slug, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePreflightPublicProgramResponse(rsp)
+}
+
+// PreflightApplyToProgramWithResponse CORS preflight of the browser route
+//
+// Answers a browser's CORS preflight (`Origin` and
+// `Access-Control-Request-Method` sent) with 204, allowing any
+// origin, GET and POST, and the headers `Content-Type`,
+// `Authorization` and `X-Request-ID`, for a day. An OPTIONS request
+// that is not a preflight answers 404.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with OPTIONS /api/v1/public/programs/{slug}/applications (the `PreflightApplyToProgram` operationId).
+func (c *ClientWithResponses) PreflightApplyToProgramWithResponse(ctx context.Context, slug string, params *PreflightApplyToProgramParams, reqEditors ...RequestEditorFn) (*PreflightApplyToProgramResponse, error) {
+	rsp, err := c.PreflightApplyToProgram(ctx, slug, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePreflightApplyToProgramResponse(rsp)
+}
+
+// ApplyToProgramWithBodyWithResponse Apply to a program's partner program
+//
+// No sign-in; any origin. Records an application to an active
+// program: 201 when new; 200, unchanged, when the same email already
+// has a pending application to the program. An email that is
+// already an active or suspended partner of the program is a 409.
+// With `partner_approval` `auto` the application is approved at once
+// (status `approved`: the applicant is an active partner with a
+// link and gets `application_approved`); with `manual` every owner
+// and admin of the workspace gets `application_received`. The
+// answer tells only the email, the status and when. 10 requests a
+// minute per IP.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/public/programs/{slug}/applications (the `ApplyToProgram` operationId).
+func (c *ClientWithResponses) ApplyToProgramWithBodyWithResponse(ctx context.Context, slug string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ApplyToProgramResponse, error) {
+	rsp, err := c.ApplyToProgramWithBody(ctx, slug, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseApplyToProgramResponse(rsp)
+}
+
+// ApplyToProgramWithResponse Apply to a program's partner program
+//
+// No sign-in; any origin. Records an application to an active
+// program: 201 when new; 200, unchanged, when the same email already
+// has a pending application to the program. An email that is
+// already an active or suspended partner of the program is a 409.
+// With `partner_approval` `auto` the application is approved at once
+// (status `approved`: the applicant is an active partner with a
+// link and gets `application_approved`); with `manual` every owner
+// and admin of the workspace gets `application_received`. The
+// answer tells only the email, the status and when. 10 requests a
+// minute per IP.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/public/programs/{slug}/applications (the `ApplyToProgram` operationId).
+func (c *ClientWithResponses) ApplyToProgramWithResponse(ctx context.Context, slug string, body ApplyToProgramJSONRequestBody, reqEditors ...RequestEditorFn) (*ApplyToProgramResponse, error) {
+	rsp, err := c.ApplyToProgram(ctx, slug, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseApplyToProgramResponse(rsp)
 }
 
 // PreflightTrackClickWithResponse CORS preflight of the browser route
@@ -25147,6 +29255,13 @@ func ParseAgentUpdateProgramResponse(rsp *http.Response) (*AgentUpdateProgramRes
 		}
 		response.JSON408 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest TypedError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -25298,6 +29413,30 @@ func ParseAgentUpdateProgramResponse(rsp *http.Response) (*AgentUpdateProgramRes
 			headers.XRateLimitReset = &value
 		}
 		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers AgentUpdateProgramResponse409Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 413:
 		var headers AgentUpdateProgramResponse413Headers
 		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
@@ -29623,6 +33762,1081 @@ func ParseGenerateProgramKeyResponse(rsp *http.Response) (*GenerateProgramKeyRes
 	return response, nil
 }
 
+// ParseListApplicationsResponse parses an HTTP response from a ListApplicationsWithResponse call
+func ParseListApplicationsResponse(rsp *http.Response) (*ListApplicationsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListApplicationsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ApplicationList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TypedError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListApplicationsResponse200Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ListApplicationsResponse400Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListApplicationsResponse401Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ListApplicationsResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers ListApplicationsResponse404Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 413:
+		var headers ListApplicationsResponse413Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListApplicationsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers ListApplicationsResponse500Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseApproveApplicationResponse parses an HTTP response from a ApproveApplicationWithResponse call
+func ParseApproveApplicationResponse(rsp *http.Response) (*ApproveApplicationResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ApproveApplicationResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ApplicationResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TypedError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ApproveApplicationResponse200Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ApproveApplicationResponse400Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ApproveApplicationResponse401Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ApproveApplicationResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers ApproveApplicationResponse404Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers ApproveApplicationResponse409Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers ApproveApplicationResponse413Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers ApproveApplicationResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers ApproveApplicationResponse500Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRejectApplicationResponse parses an HTTP response from a RejectApplicationWithResponse call
+func ParseRejectApplicationResponse(rsp *http.Response) (*RejectApplicationResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RejectApplicationResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ApplicationResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TypedError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers RejectApplicationResponse200Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers RejectApplicationResponse400Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers RejectApplicationResponse401Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers RejectApplicationResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers RejectApplicationResponse404Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers RejectApplicationResponse409Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers RejectApplicationResponse413Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers RejectApplicationResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers RejectApplicationResponse500Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseListPartnerGroupsResponse parses an HTTP response from a ListPartnerGroupsWithResponse call
 func ParseListPartnerGroupsResponse(rsp *http.Response) (*ListPartnerGroupsResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -30664,6 +35878,1352 @@ func ParseUpdatePartnerGroupResponse(rsp *http.Response) (*UpdatePartnerGroupRes
 		response.Headers429 = &headers
 	case rsp.StatusCode == 500:
 		var headers UpdatePartnerGroupResponse500Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListInvitesResponse parses an HTTP response from a ListInvitesWithResponse call
+func ParseListInvitesResponse(rsp *http.Response) (*ListInvitesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListInvitesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest InviteList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TypedError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListInvitesResponse200Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ListInvitesResponse400Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListInvitesResponse401Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ListInvitesResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers ListInvitesResponse404Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 413:
+		var headers ListInvitesResponse413Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListInvitesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers ListInvitesResponse500Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateInvitesResponse parses an HTTP response from a CreateInvitesWithResponse call
+func ParseCreateInvitesResponse(rsp *http.Response) (*CreateInvitesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateInvitesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest InviteCreateResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TypedError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers CreateInvitesResponse200Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers CreateInvitesResponse400Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers CreateInvitesResponse401Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers CreateInvitesResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers CreateInvitesResponse404Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 413:
+		var headers CreateInvitesResponse413Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreateInvitesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers CreateInvitesResponse500Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCancelInviteResponse parses an HTTP response from a CancelInviteWithResponse call
+func ParseCancelInviteResponse(rsp *http.Response) (*CancelInviteResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CancelInviteResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest InviteResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TypedError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers CancelInviteResponse200Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers CancelInviteResponse401Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers CancelInviteResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers CancelInviteResponse404Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers CancelInviteResponse409Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers CancelInviteResponse413Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers CancelInviteResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers CancelInviteResponse500Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseResendInviteResponse parses an HTTP response from a ResendInviteWithResponse call
+func ParseResendInviteResponse(rsp *http.Response) (*ResendInviteResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ResendInviteResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest InviteResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TypedError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ResendInviteResponse200Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers ResendInviteResponse401Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ResendInviteResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers ResendInviteResponse404Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers ResendInviteResponse409Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers ResendInviteResponse413Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers ResendInviteResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers ResendInviteResponse500Headers
 		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -33027,6 +39587,13 @@ func ParseUpdateProgramSettingsResponse(rsp *http.Response) (*UpdateProgramSetti
 		}
 		response.JSON408 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest TypedError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -33178,6 +39745,30 @@ func ParseUpdateProgramSettingsResponse(rsp *http.Response) (*UpdateProgramSetti
 			headers.XRateLimitReset = &value
 		}
 		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers UpdateProgramSettingsResponse409Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 413:
 		var headers UpdateProgramSettingsResponse413Headers
 		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
@@ -33503,6 +40094,767 @@ func ParseDeleteWebhookResponse(rsp *http.Response) (*DeleteWebhookResponse, err
 		}
 		response.JSON500 = &dest
 
+	}
+
+	return response, nil
+}
+
+// ParseGetPublicProgramResponse parses an HTTP response from a GetPublicProgramWithResponse call
+func ParseGetPublicProgramResponse(rsp *http.Response) (*GetPublicProgramResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetPublicProgramResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest PublicProgramResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TypedError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetPublicProgramResponse200Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 404:
+		var headers GetPublicProgramResponse404Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 413:
+		var headers GetPublicProgramResponse413Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetPublicProgramResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetPublicProgramResponse500Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePreflightPublicProgramResponse parses an HTTP response from a PreflightPublicProgramWithResponse call
+func ParsePreflightPublicProgramResponse(rsp *http.Response) (*PreflightPublicProgramResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PreflightPublicProgramResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		var headers PreflightPublicProgramResponse204Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowHeaders = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Allow-Methods"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Methods", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowMethods = value
+		}
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = value
+		}
+		if values := rsp.Header.Values("Access-Control-Max-Age"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Max-Age", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlMaxAge = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers204 = &headers
+	case rsp.StatusCode == 404:
+		var headers PreflightPublicProgramResponse404Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers404 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePreflightApplyToProgramResponse parses an HTTP response from a PreflightApplyToProgramWithResponse call
+func ParsePreflightApplyToProgramResponse(rsp *http.Response) (*PreflightApplyToProgramResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PreflightApplyToProgramResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		var headers PreflightApplyToProgramResponse204Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Headers"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Headers", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowHeaders = &value
+		}
+		if values := rsp.Header.Values("Access-Control-Allow-Methods"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Methods", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowMethods = value
+		}
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = value
+		}
+		if values := rsp.Header.Values("Access-Control-Max-Age"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Max-Age", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlMaxAge = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers204 = &headers
+	case rsp.StatusCode == 404:
+		var headers PreflightApplyToProgramResponse404Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers404 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseApplyToProgramResponse parses an HTTP response from a ApplyToProgramWithResponse call
+func ParseApplyToProgramResponse(rsp *http.Response) (*ApplyToProgramResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ApplyToProgramResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest PublicApplicationResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest PublicApplicationResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TypedError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ApplyToProgramResponse200Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 201:
+		var headers ApplyToProgramResponse201Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 400:
+		var headers ApplyToProgramResponse400Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 404:
+		var headers ApplyToProgramResponse404Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers ApplyToProgramResponse409Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers ApplyToProgramResponse413Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers ApplyToProgramResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers ApplyToProgramResponse500Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers500 = &headers
 	}
 
 	return response, nil

@@ -148,6 +148,7 @@ func uniqueViolation(err error) string {
 // constraintErrors translates unique violations that callers can cause.
 var constraintErrors = map[string]*ledger.Error{
 	"links_code_key":                    ledger.NewError(ledger.EConflict, ledger.MsgLinkCodeTaken),
+	"programs_slug_key":                 ledger.NewError(ledger.EConflict, ledger.MsgSlugTaken),
 	"processor_accounts_pkey":           ledger.NewError(ledger.EConflict, ledger.MsgProcessorTaken),
 	"processor_accounts_program_id_key": ledger.NewError(ledger.EConflict, "this program already has a connected processor account"),
 }

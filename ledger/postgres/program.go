@@ -44,7 +44,7 @@ const programFields = `
 	p.id, p.workspace_id, p.name, p.domain, p.commission_type, p.commission_rate,
 	p.duration_months, p.cookie_duration, p.lead_auth, p.hold_days, p.currency,
 	p.status, p.stripe_webhook_secret IS NOT NULL AS stripe_secret_set,
-	p.created_at, p.updated_at`
+	p.slug, p.partner_approval, p.created_at, p.updated_at`
 
 type programRow struct {
 	ID              int64           `db:"id"`
@@ -60,6 +60,8 @@ type programRow struct {
 	Currency        string          `db:"currency"`
 	Status          string          `db:"status"`
 	StripeSecretSet bool            `db:"stripe_secret_set"`
+	Slug            string          `db:"slug"`
+	PartnerApproval string          `db:"partner_approval"`
 	CreatedAt       time.Time       `db:"created_at"`
 	UpdatedAt       time.Time       `db:"updated_at"`
 	Masked          string          `db:"masked"`
@@ -81,6 +83,8 @@ func (r *programRow) program() *ledger.Program {
 		Status:          r.Status,
 		APITokenMasked:  r.Masked,
 		StripeSecretSet: r.StripeSecretSet,
+		Slug:            r.Slug,
+		PartnerApproval: r.PartnerApproval,
 		CreatedAt:       r.CreatedAt.UTC(),
 		UpdatedAt:       r.UpdatedAt.UTC(),
 	}

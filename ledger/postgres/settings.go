@@ -18,6 +18,17 @@ func (s *ProgramService) UpdateSettings(ctx context.Context, id int64, in ledger
 		if err := updateProgram(ctx, tx, id, in.Program, now); err != nil {
 			return err
 		}
+		slug, approval, err := in.PublicSettings(id)
+		if err != nil {
+			return err
+		}
+		if slug != nil || approval != nil {
+			if _, err := tx.ExecContext(ctx, `
+				UPDATE programs SET slug = COALESCE($2, slug), partner_approval = COALESCE($3, partner_approval)
+				WHERE id = $1`, id, slug, approval); err != nil {
+				return formatError(err)
+			}
+		}
 		set, secret, err := in.StripeSecret()
 		if err != nil || !set {
 			return err

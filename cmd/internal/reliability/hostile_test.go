@@ -509,6 +509,32 @@ func (h *hostileWorld) targets() []target {
 		{name: "partner-patch", method: "PATCH", path: "/api/v1/programs/" + itoa(h.ws[0].ProgramID) + "/partners/" + itoa(h.ws[0].PartnerID), token: dash,
 			body:   func(t *testing.T, n int) map[string]any { return map[string]any{"status": "active"} },
 			fields: map[string][]string{"status": nil, "group_id": nil}},
+		// Invites, applications and the public page (issue 24). The invite
+		// and application ids are ones no program has: the routes refuse
+		// with 404 after reading what they read.
+		{name: "invites-create", method: "POST", path: "/api/v1/programs/{id}/invites", token: dash, pathParam: true,
+			body: func(t *testing.T, n int) map[string]any {
+				return map[string]any{"emails": []string{"hostile-" + itoa(int64(n)) + "@invitee.example"}}
+			},
+			// group_id 42 may be a group of the program (then accepted).
+			fields: map[string][]string{"emails": nil, "partner_ids": nil, "group_id": {"number"}, "message": text}},
+		{name: "invites-listing", method: "GET", path: "/api/v1/programs/{id}/invites", token: dash, pathParam: true,
+			params: map[string][]string{"page": nil, "pageSize": nil, "status": nil}},
+		{name: "invite-resend", method: "POST", path: "/api/v1/programs/{id}/invites/999999/resend", token: dash, pathParam: true},
+		{name: "invite-cancel", method: "DELETE", path: "/api/v1/programs/{id}/invites/999999", token: dash, pathParam: true},
+		{name: "applications-listing", method: "GET", path: "/api/v1/programs/{id}/applications", token: dash, pathParam: true,
+			params: map[string][]string{"page": nil, "pageSize": nil, "status": nil}},
+		{name: "application-approve", method: "POST", path: "/api/v1/programs/{id}/applications/999999/approve", token: dash, pathParam: true,
+			body: func(t *testing.T, n int) map[string]any { return map[string]any{} }, fields: map[string][]string{"group_id": nil}},
+		{name: "application-reject", method: "POST", path: "/api/v1/programs/{id}/applications/999999/reject", token: dash, pathParam: true,
+			body: func(t *testing.T, n int) map[string]any { return map[string]any{} }, fields: map[string][]string{"reason": nil}},
+		// The public page's slug is program-<id> until the brand picks one.
+		{name: "public-program", method: "GET", path: "/api/v1/public/programs/program-{id}", pathParam: true},
+		{name: "public-apply", method: "POST", path: "/api/v1/public/programs/program-{id}/applications", pathParam: true,
+			body: func(t *testing.T, n int) map[string]any {
+				return map[string]any{"name": "Hostile " + itoa(int64(n)), "email": "hostile-" + itoa(int64(n)) + "@applicant.example"}
+			},
+			fields: map[string][]string{"name": {"numeric-string", "sql-quote", "sql-drop"}, "email": nil, "message": text, "website": nil}},
 		{name: "settings-patch", method: "PATCH", path: "/api/v1/programs/{id}/settings", token: dash, pathParam: true,
 			body: func(t *testing.T, n int) map[string]any { return map[string]any{} },
 			fields: map[string][]string{"name": text, "domain": {"numeric-string"}, "commission_type": nil, "commission_rate": {"number", "fraction"},

@@ -209,6 +209,9 @@ func (b *Backends) Edge(ctx context.Context) (*ingest.Server, error) {
 	b.closers = append(b.closers, leads.WaitRelays, sales.WaitRelays, refunds.WaitRelays)
 	programPartners := postgres.NewProgramPartnerService(b.DB, outbox, b.Logger)
 	b.closers = append(b.closers, programPartners.WaitRelays)
+	// Invites and applications write emails and webhooks to the outbox.
+	intake := postgres.NewIntakeService(b.DB, postgres.IntakeOptions{PublicBaseURL: b.Config.PublicBaseURL, Relay: outbox, Logger: b.Logger})
+	b.closers = append(b.closers, intake.WaitRelays)
 	cli := postgres.NewCLIService(b.DB)
 	return ingest.New(ingest.Config{
 		PublicBaseURL:       b.Config.PublicBaseURL,
@@ -251,6 +254,8 @@ func (b *Backends) Edge(ctx context.Context) (*ingest.Server, error) {
 
 		ProgramPartners: programPartners,
 		Groups:          postgres.NewGroupService(b.DB),
+		Invites:         intake,
+		Applications:    intake,
 	}, ingest.Options{
 		Limiter:  ratelimit.New(store, nil),
 		Logger:   b.Logger,
