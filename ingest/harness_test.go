@@ -96,6 +96,8 @@ func newTestServerConfig(db *pgtest.DB, clock *fakeClock, config func(*Config), 
 		Processor:     postgres.NewProcessorService(db.DB, postgres.ProcessorOptions{Logger: logger}),
 
 		ProgramPartners: postgres.NewProgramPartnerService(db.DB),
+
+		CommissionReview: postgres.NewCommissionReviewService(db.DB, nil, logger),
 	}
 	opts := Options{
 		Logger:  logger,

@@ -35,6 +35,7 @@ func (s *Server) routes() {
 	s.dashboardRoutes()
 	s.brandLinkRoutes()
 	s.programPartnerRoutes()
+	s.commissionReviewRoutes()
 	s.operatorRoutes()
 	s.agentRoutes()
 	s.cliRoutes()

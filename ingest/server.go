@@ -78,6 +78,9 @@ type Services struct {
 
 	// ProgramPartners reads a program's partners for the brand.
 	ProgramPartners ledger.ProgramPartnerService
+	// CommissionReview is the brand's review of its program's commissions
+	// and the program's audit log.
+	CommissionReview ledger.CommissionReviewService
 }
 
 // Check is a readiness probe of one dependency.
