@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -23,6 +24,10 @@ var CommissionStatuses = []string{CommissionPending, CommissionApproved, Commiss
 // CommissionExportBatch is how many commissions the CSV export reads per
 // query.
 const CommissionExportBatch = 500
+
+// NoticeCommissionRejected is the kind of the in-app notification that
+// tells a partner the brand rejected (or reversed) one of its commissions.
+const NoticeCommissionRejected = "commission.rejected"
 
 // MaxRejectReasonLen bounds a rejection's reason, in characters.
 const MaxRejectReasonLen = 500
@@ -209,6 +214,35 @@ func PlanRejection(c *Commission) (RejectionPlan, error) {
 		return RejectionPlan{}, NewError(EConflict, MsgRejectReversed)
 	}
 	return RejectionPlan{}, NewError(EConflict, MsgRejectRefunded)
+}
+
+// RejectionNotification is the in-app notification to the partner of a
+// commission the brand rejected: c after the rejection, of rejectedMinor,
+// deductionMinor of it taken back from the balance (an approved one).
+func RejectionNotification(c *Commission, reason string, rejectedMinor, deductionMinor int64) Notification {
+	body := fmt.Sprintf("Your commission #%d on sale %s (%s) was rejected by the program (reason: %s).",
+		c.ID, c.TransactionID, FormatMoney(rejectedMinor, c.Currency), reason)
+	if c.Status == CommissionReversed {
+		body = fmt.Sprintf("Your commission #%d on sale %s was rejected by the program and reversed: %s was deducted from your balance (reason: %s).",
+			c.ID, c.TransactionID, FormatMoney(deductionMinor, c.Currency), reason)
+	}
+	partnerID := c.PartnerID
+	return Notification{
+		PartnerID: &partnerID,
+		Kind:      NoticeCommissionRejected,
+		Title:     "Commission rejected",
+		Body:      body,
+		Data: map[string]any{
+			"commission_id":  c.ID,
+			"program_id":     c.ProgramID,
+			"transaction_id": c.TransactionID,
+			"status":         c.Status,
+			"amount":         MinorToMajor(rejectedMinor, c.Currency).String(),
+			"deduction":      MinorToMajor(deductionMinor, c.Currency).String(),
+			"currency":       string(c.Currency),
+			"reason":         reason,
+		},
+	}
 }
 
 // AuditQueryInput is the audit listing's query as the caller sent it.

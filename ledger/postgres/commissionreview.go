@@ -248,8 +248,9 @@ func (s *CommissionReviewService) ApproveCommission(ctx context.Context, program
 // ledger.PlanRejection decides: a pending one becomes rejected; an
 // approved one is reversed, its amount deducted from the balance and the
 // open withdrawals fitted to what is left (the refund path's
-// fitWithdrawalsToBalance). The commission.rejected webhook and the audit
-// row are written in the same transaction.
+// fitWithdrawalsToBalance). The partner's in-app notification, the
+// commission.rejected webhook and the audit row are written in the same
+// transaction.
 func (s *CommissionReviewService) RejectCommission(ctx context.Context, programID, id, actorUserID int64, reason string) (r *ledger.ReviewedCommission, err error) {
 	defer wrap(&err, "postgres.RejectCommission(%d, %d)", programID, id)
 	return s.decide(ctx, programID, id, func(tx *sqlx.Tx, c *ledger.Commission, now time.Time) ([]ledger.OutboxMessage, error) {
@@ -279,11 +280,17 @@ func (s *CommissionReviewService) RejectCommission(ctx context.Context, programI
 				}
 			}
 		}
-		msgs, err := brandEvent(ctx, tx, programID, ledger.EventCommissionRejected,
+		notice, err := insertOutbox(ctx, tx, ledger.OutboxTaskNotification, ledger.OutboxQueueNotifications,
+			ledger.RejectionNotification(c, reason, rejected, deduction), now)
+		if err != nil {
+			return nil, err
+		}
+		hooks, err := brandEvent(ctx, tx, programID, ledger.EventCommissionRejected,
 			ledger.NewCommissionRejectedData(c, reason, rejected, deduction), now)
 		if err != nil {
 			return nil, err
 		}
+		msgs := append([]ledger.OutboxMessage{notice}, hooks...)
 		return msgs, insertAudit(ctx, tx, ledger.AuditEntry{
 			ProgramID: programID, ActorUserID: actorUserID, Action: ledger.AuditCommissionRejected,
 			SubjectType: ledger.AuditSubjectCommission, SubjectID: c.ID,

@@ -163,6 +163,17 @@ func TestReviewRejectCommission(t *testing.T) {
 		if data["status"] != "rejected" || data["reason"] != "self-referral" || data["rejected_amount"] != float64(5) || data["deduction_amount"] != float64(0) {
 			t.Fatalf("data %v", data)
 		}
+		// The partner's in-app notification is in the outbox, before the webhook.
+		var n ledger.Notification
+		var raw []byte
+		if err := b.db.QueryRow(`SELECT payload FROM outbox WHERE id > $1 AND task_type = $2 ORDER BY id`,
+			since, ledger.OutboxTaskNotification).Scan(&raw); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(raw, &n); err != nil || n.PartnerID == nil || *n.PartnerID != b.w.partnerID ||
+			n.Kind != ledger.NoticeCommissionRejected || n.Data["reason"] != "self-referral" {
+			t.Fatalf("notification %s, %v", raw, err)
+		}
 		// It never pays: neither the hold's end nor the operator approves it.
 		b.clock.Add(31 * 24 * time.Hour)
 		if _, err := b.balances.ApproveDue(ctx, 10); err != nil {
