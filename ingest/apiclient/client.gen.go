@@ -6160,9 +6160,10 @@ type ClientInterface interface {
 	// to fit, as a refund's reversal does. Either way its `amount`
 	// becomes 0 (`original_amount` stays). A `paid` commission is a 409
 	// (refund its sale to reverse it; the partner then owes it), as is
-	// one already rejected, reversed or refunded. The program's
-	// `commission.rejected` webhooks and an audit row
-	// (`commission.rejected`) are written in the same transaction. A
+	// one already rejected, reversed or refunded. The partner's in-app
+	// notification, the program's `commission.rejected` webhooks and an
+	// audit row (`commission.rejected`) are written in the same
+	// transaction. A
 	// commission of another program, or of a test-mode sale, is a 404.
 	// 120 requests a minute per dashboard token, shared with the other
 	// review operations.
@@ -6184,9 +6185,10 @@ type ClientInterface interface {
 	// to fit, as a refund's reversal does. Either way its `amount`
 	// becomes 0 (`original_amount` stays). A `paid` commission is a 409
 	// (refund its sale to reverse it; the partner then owes it), as is
-	// one already rejected, reversed or refunded. The program's
-	// `commission.rejected` webhooks and an audit row
-	// (`commission.rejected`) are written in the same transaction. A
+	// one already rejected, reversed or refunded. The partner's in-app
+	// notification, the program's `commission.rejected` webhooks and an
+	// audit row (`commission.rejected`) are written in the same
+	// transaction. A
 	// commission of another program, or of a test-mode sale, is a 404.
 	// 120 requests a minute per dashboard token, shared with the other
 	// review operations.
@@ -7966,9 +7968,10 @@ func (c *Client) ApproveProgramCommission(ctx context.Context, id int64, cid int
 // to fit, as a refund's reversal does. Either way its `amount`
 // becomes 0 (`original_amount` stays). A `paid` commission is a 409
 // (refund its sale to reverse it; the partner then owes it), as is
-// one already rejected, reversed or refunded. The program's
-// `commission.rejected` webhooks and an audit row
-// (`commission.rejected`) are written in the same transaction. A
+// one already rejected, reversed or refunded. The partner's in-app
+// notification, the program's `commission.rejected` webhooks and an
+// audit row (`commission.rejected`) are written in the same
+// transaction. A
 // commission of another program, or of a test-mode sale, is a 404.
 // 120 requests a minute per dashboard token, shared with the other
 // review operations.
@@ -8000,9 +8003,10 @@ func (c *Client) RejectProgramCommissionWithBody(ctx context.Context, id int64, 
 // to fit, as a refund's reversal does. Either way its `amount`
 // becomes 0 (`original_amount` stays). A `paid` commission is a 409
 // (refund its sale to reverse it; the partner then owes it), as is
-// one already rejected, reversed or refunded. The program's
-// `commission.rejected` webhooks and an audit row
-// (`commission.rejected`) are written in the same transaction. A
+// one already rejected, reversed or refunded. The partner's in-app
+// notification, the program's `commission.rejected` webhooks and an
+// audit row (`commission.rejected`) are written in the same
+// transaction. A
 // commission of another program, or of a test-mode sale, is a 404.
 // 120 requests a minute per dashboard token, shared with the other
 // review operations.
@@ -13271,9 +13275,10 @@ type ClientWithResponsesInterface interface {
 	// to fit, as a refund's reversal does. Either way its `amount`
 	// becomes 0 (`original_amount` stays). A `paid` commission is a 409
 	// (refund its sale to reverse it; the partner then owes it), as is
-	// one already rejected, reversed or refunded. The program's
-	// `commission.rejected` webhooks and an audit row
-	// (`commission.rejected`) are written in the same transaction. A
+	// one already rejected, reversed or refunded. The partner's in-app
+	// notification, the program's `commission.rejected` webhooks and an
+	// audit row (`commission.rejected`) are written in the same
+	// transaction. A
 	// commission of another program, or of a test-mode sale, is a 404.
 	// 120 requests a minute per dashboard token, shared with the other
 	// review operations.
@@ -13295,9 +13300,10 @@ type ClientWithResponsesInterface interface {
 	// to fit, as a refund's reversal does. Either way its `amount`
 	// becomes 0 (`original_amount` stays). A `paid` commission is a 409
 	// (refund its sale to reverse it; the partner then owes it), as is
-	// one already rejected, reversed or refunded. The program's
-	// `commission.rejected` webhooks and an audit row
-	// (`commission.rejected`) are written in the same transaction. A
+	// one already rejected, reversed or refunded. The partner's in-app
+	// notification, the program's `commission.rejected` webhooks and an
+	// audit row (`commission.rejected`) are written in the same
+	// transaction. A
 	// commission of another program, or of a test-mode sale, is a 404.
 	// 120 requests a minute per dashboard token, shared with the other
 	// review operations.
@@ -23730,9 +23736,10 @@ func (c *ClientWithResponses) ApproveProgramCommissionWithResponse(ctx context.C
 // to fit, as a refund's reversal does. Either way its `amount`
 // becomes 0 (`original_amount` stays). A `paid` commission is a 409
 // (refund its sale to reverse it; the partner then owes it), as is
-// one already rejected, reversed or refunded. The program's
-// `commission.rejected` webhooks and an audit row
-// (`commission.rejected`) are written in the same transaction. A
+// one already rejected, reversed or refunded. The partner's in-app
+// notification, the program's `commission.rejected` webhooks and an
+// audit row (`commission.rejected`) are written in the same
+// transaction. A
 // commission of another program, or of a test-mode sale, is a 404.
 // 120 requests a minute per dashboard token, shared with the other
 // review operations.
@@ -23760,9 +23767,10 @@ func (c *ClientWithResponses) RejectProgramCommissionWithBodyWithResponse(ctx co
 // to fit, as a refund's reversal does. Either way its `amount`
 // becomes 0 (`original_amount` stays). A `paid` commission is a 409
 // (refund its sale to reverse it; the partner then owes it), as is
-// one already rejected, reversed or refunded. The program's
-// `commission.rejected` webhooks and an audit row
-// (`commission.rejected`) are written in the same transaction. A
+// one already rejected, reversed or refunded. The partner's in-app
+// notification, the program's `commission.rejected` webhooks and an
+// audit row (`commission.rejected`) are written in the same
+// transaction. A
 // commission of another program, or of a test-mode sale, is a 404.
 // 120 requests a minute per dashboard token, shared with the other
 // review operations.
