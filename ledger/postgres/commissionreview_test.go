@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -343,4 +344,58 @@ func TestReviewListAndAudit(t *testing.T) {
 			t.Fatal("the refused UPDATE changed a row")
 		}
 	})
+}
+
+// TestReviewRaces runs the brand's approve, its reject and the scheduled
+// approval on the same commissions at once: each commission ends in one
+// consistent state (rejected with no entry, or reversed with its credit
+// and a deduction of the same amount, or approved and credited once),
+// and the balance is what the commissions still credit.
+func TestReviewRaces(t *testing.T) {
+	b := setupReview(t)
+	ctx := context.Background()
+	pid := b.w.program.ID
+	const n = 8
+	ids := make([]int64, n)
+	for i := range ids {
+		_, ids[i] = b.sold(t, b.w, 1000+int64(i)*100)
+	}
+	b.clock.Add(31 * 24 * time.Hour)
+	var wg sync.WaitGroup
+	for _, id := range ids {
+		wg.Add(3)
+		go func() {
+			defer wg.Done()
+			if _, err := b.review.ApproveCommission(ctx, pid, id, b.ownerID); err != nil && ledger.ErrorCode(err) != ledger.EConflict {
+				t.Error(err)
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			if _, err := b.review.RejectCommission(ctx, pid, id, b.ownerID, "race"); err != nil && ledger.ErrorCode(err) != ledger.EConflict {
+				t.Error(err)
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			if _, err := b.balances.ApproveDue(ctx, 1); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, id := range ids {
+		c := b.MustCommission(t, id)
+		credits := b.count(t, `SELECT count(*) FROM balance_entries WHERE commission_id = $1 AND kind = 'credit'`, id)
+		deductions := b.count(t, `SELECT count(*) FROM balance_entries WHERE commission_id = $1 AND kind = 'deduction'`, id)
+		switch {
+		case c.Status == ledger.CommissionRejected && credits == 0 && deductions == 0:
+		case c.Status == ledger.CommissionReversed && credits == 1 && deductions == 1:
+		default:
+			t.Errorf("commission %d: %s with %d credits and %d deductions", id, c.Status, credits, deductions)
+		}
+	}
+	if got := b.balance(t, b.w.partnerID, ledger.USD); got != 0 {
+		t.Fatalf("balance %d after every commission was rejected", got)
+	}
 }
