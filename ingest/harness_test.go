@@ -95,8 +95,9 @@ func newTestServerConfig(db *pgtest.DB, clock *fakeClock, config func(*Config), 
 		Agents:        postgres.NewAgentService(db.DB),
 		Processor:     postgres.NewProcessorService(db.DB, postgres.ProcessorOptions{Logger: logger}),
 
-		ProgramPartners: postgres.NewProgramPartnerService(db.DB, nil, logger),
-		Groups:          postgres.NewGroupService(db.DB),
+		ProgramPartners:  postgres.NewProgramPartnerService(db.DB, nil, logger),
+		Groups:           postgres.NewGroupService(db.DB),
+		CommissionReview: postgres.NewCommissionReviewService(db.DB, nil, logger),
 	}
 	opts := Options{
 		Logger:  logger,

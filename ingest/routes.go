@@ -37,6 +37,7 @@ func (s *Server) routes() {
 	s.programPartnerRoutes()
 	s.groupRoutes()
 	s.intakeRoutes()
+	s.commissionReviewRoutes()
 	s.operatorRoutes()
 	s.agentRoutes()
 	s.cliRoutes()

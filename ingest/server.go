@@ -84,6 +84,9 @@ type Services struct {
 	// the public page and its applications).
 	Invites      ledger.InviteService
 	Applications ledger.ApplicationService
+	// CommissionReview is the brand's review of its program's commissions
+	// and the program's audit log.
+	CommissionReview ledger.CommissionReviewService
 }
 
 // Check is a readiness probe of one dependency.

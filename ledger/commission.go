@@ -94,7 +94,7 @@ type CommissionService interface {
 	// ApproveCommission approves a pending commission now, whatever its
 	// hold, crediting the partner's balance; an approved or paid one is
 	// returned unchanged. Errors: ENotFound, EConflict (reversed or
-	// cancelled by a refund).
+	// cancelled by a refund, or rejected by the brand).
 	ApproveCommission(ctx context.Context, id int64) (*Commission, error)
 	// MarkCommissionPaid pays a commission out (approving it first when
 	// pending), recording the payout in the balance; a paid one is returned

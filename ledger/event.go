@@ -292,3 +292,13 @@ type EventService interface {
 	// Errors: only unexpected failures.
 	TrackingEvents(ctx context.Context, q EventQuery) (*EventPage, error)
 }
+
+// pageOffset is the number of rows before a page of a listing; a page
+// beyond any possible row saturates instead of overflowing.
+func pageOffset(page, size int64) int64 {
+	const maxOffset = 1<<63 - 1
+	if page-1 > maxOffset/size {
+		return maxOffset
+	}
+	return (page - 1) * size
+}

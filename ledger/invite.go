@@ -303,13 +303,3 @@ func validatePage(page, size Input[int64]) (int64, int64, error) {
 	}
 	return p, s, nil
 }
-
-// pageOffset is the number of rows before a page; a page beyond any
-// possible row saturates instead of overflowing.
-func pageOffset(page, size int64) int64 {
-	const maxOffset = 1<<63 - 1
-	if page-1 > maxOffset/size {
-		return maxOffset
-	}
-	return (page - 1) * size
-}

@@ -38,11 +38,14 @@ func PaymentPayable(ev *PaymentEvent, keys MetadataKeys, programID int64) (Curre
 }
 
 // CommissionPayable refuses to approve or pay a commission that a refund
-// reversed, or cancelled before it was credited.
+// reversed, or cancelled before it was credited, or that the brand
+// rejected.
 func CommissionPayable(c *Commission) error {
 	switch {
 	case c.Status == CommissionReversed:
 		return NewError(EConflict, MsgCommissionReversed)
+	case c.Status == CommissionRejected:
+		return NewError(EConflict, MsgCommissionRejected)
 	case c.Status == CommissionRefunded && !c.Credited:
 		return NewError(EConflict, MsgCommissionCancelled)
 	}

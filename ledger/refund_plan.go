@@ -104,7 +104,9 @@ func PlanRefund(in RefundInput, s RefundSnapshot) RefundPlan {
 		}
 		return skip(SkipSameAmount)
 	}
-	if c != nil && c.Status == CommissionReversed {
+	// A commission the brand rejected never paid: a refund of its sale
+	// finds nothing to take back, as with a reversed one.
+	if c != nil && (c.Status == CommissionReversed || c.Status == CommissionRejected) {
 		return skip(SkipAlreadyReverse)
 	}
 	applied := s.SaleAmount - s.RefundedBefore

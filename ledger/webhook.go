@@ -336,3 +336,38 @@ type PartnerEventData struct {
 	GroupID   int64  `json:"group_id"`
 	JoinedAt  string `json:"joined_at"` // when the enrollment was created
 }
+
+// CommissionApprovedData is the data of commission.approved: the
+// commission after its approval (the brand's, or the scheduled one when
+// its hold ended), with when it was approved.
+type CommissionApprovedData struct {
+	CommissionEventData
+	ApprovedAt string `json:"approved_at"`
+}
+
+// NewCommissionApprovedData is the data of commission.approved for c,
+// approved at.
+func NewCommissionApprovedData(c *Commission, at time.Time) CommissionApprovedData {
+	return CommissionApprovedData{CommissionEventData: CommissionCreatedData(c), ApprovedAt: FormatTime(at)}
+}
+
+// CommissionRejectedData is the data of commission.rejected: the
+// commission after the brand's rejection (status rejected, or reversed
+// when it had been approved; amount 0), the reason, the amount rejected
+// and what came off the partner's balance (0 unless it was approved).
+type CommissionRejectedData struct {
+	CommissionEventData
+	Reason          string      `json:"reason"`
+	RejectedAmount  json.Number `json:"rejected_amount"`
+	DeductionAmount json.Number `json:"deduction_amount"`
+}
+
+// NewCommissionRejectedData is the data of commission.rejected for c
+// after its rejection, of rejectedMinor, deductionMinor of it taken from
+// the balance.
+func NewCommissionRejectedData(c *Commission, reason string, rejectedMinor, deductionMinor int64) CommissionRejectedData {
+	d := CommissionRejectedData{CommissionEventData: CommissionCreatedData(c), Reason: reason,
+		RejectedAmount: majorJSON(rejectedMinor, c.Currency), DeductionAmount: majorJSON(deductionMinor, c.Currency)}
+	d.ApproveAfter = ""
+	return d
+}

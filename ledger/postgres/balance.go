@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"log/slog"
 	"math"
 	"time"
 
@@ -141,10 +142,31 @@ func lowerWithdrawals(ctx context.Context, tx *sqlx.Tx, ids, amounts []int64, ba
 // BalanceService implements ledger.BalanceService and
 // ledger.CommissionService: balances, withdrawals and the commission
 // lifecycle after a sale.
-type BalanceService struct{ db *DB }
+type BalanceService struct {
+	db    *DB
+	after *afterCommit
+}
 
 // NewBalanceService returns the balance and commission service over db.
-func NewBalanceService(db *DB) *BalanceService { return &BalanceService{db: db} }
+// The commission.approved webhooks an approval writes to the outbox wait
+// for the outbox sweep unless WithRelay is set.
+func NewBalanceService(db *DB) *BalanceService {
+	return &BalanceService{db: db, after: &afterCommit{logger: slog.Default()}}
+}
+
+// WithRelay makes the service send the brand webhooks an approval writes
+// to the outbox right after commit, and returns it.
+func (s *BalanceService) WithRelay(relay ledger.OutboxRelay, logger *slog.Logger) *BalanceService {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	s.after = &afterCommit{relay: relay, logger: logger}
+	return s
+}
+
+// WaitRelays blocks until the relays started after commits have finished
+// (graceful shutdown, tests).
+func (s *BalanceService) WaitRelays() { s.after.wait() }
 
 var (
 	_ ledger.BalanceService    = (*BalanceService)(nil)

@@ -59,19 +59,30 @@ func lockCommission(ctx context.Context, tx *sqlx.Tx, id int64, now time.Time) (
 }
 
 // approveLocked moves a locked pending commission past pending and credits
-// its amount to the partner's balance.
-func approveLocked(ctx context.Context, tx *sqlx.Tx, c *ledger.Commission, now time.Time) error {
-	if _, err := tx.ExecContext(ctx, `
-		UPDATE commissions SET status = 'approved', credited = true, approved_at = $2, updated_at = $2
-		WHERE id = $1`, c.ID, now); err != nil {
-		return err
+// its amount to the partner's balance: the one write path of an approval
+// (the scheduled one when the hold ends, the brand's, the operator's). It
+// writes the brand's commission.approved deliveries in the same
+// transaction (none for a test sale) and returns them to relay after
+// commit.
+func approveLocked(ctx context.Context, tx *sqlx.Tx, c *ledger.Commission, now time.Time) ([]ledger.OutboxMessage, error) {
+	var isTest bool
+	if err := tx.QueryRowContext(ctx, `
+		UPDATE commissions c SET status = 'approved', credited = true, approved_at = $2, updated_at = $2
+		FROM sales s WHERE c.id = $1 AND s.id = c.sale_id
+		RETURNING s.is_test`, c.ID, now).Scan(&isTest); err != nil {
+		return nil, err
 	}
 	c.Status, c.Credited, c.ApprovedAt = ledger.CommissionApproved, true, &now
-	if c.AmountMinor == 0 {
-		return nil
+	if c.AmountMinor > 0 {
+		if err := appendEntry(ctx, tx, balanceEntry{partnerID: c.PartnerID, currency: c.Currency, kind: ledger.EntryCredit,
+			amountMinor: c.AmountMinor, commissionID: &c.ID}, now); err != nil {
+			return nil, err
+		}
 	}
-	return appendEntry(ctx, tx, balanceEntry{partnerID: c.PartnerID, currency: c.Currency, kind: ledger.EntryCredit,
-		amountMinor: c.AmountMinor, commissionID: &c.ID}, now)
+	if isTest {
+		return nil, nil
+	}
+	return brandEvent(ctx, tx, c.ProgramID, ledger.EventCommissionApproved, ledger.NewCommissionApprovedData(c, now), now)
 }
 
 // Commission returns one commission.
@@ -81,9 +92,11 @@ func (s *BalanceService) Commission(ctx context.Context, id int64) (c *ledger.Co
 }
 
 // changeCommission locks a commission that may still be approved or paid
-// and applies change to it, in one transaction.
-func (s *BalanceService) changeCommission(ctx context.Context, id int64, change func(tx *sqlx.Tx, c *ledger.Commission, now time.Time) error) (c *ledger.Commission, err error) {
+// and applies change to it, in one transaction; the outbox messages change
+// returns are relayed after commit.
+func (s *BalanceService) changeCommission(ctx context.Context, id int64, change func(tx *sqlx.Tx, c *ledger.Commission, now time.Time) ([]ledger.OutboxMessage, error)) (c *ledger.Commission, err error) {
 	now := s.db.now()
+	var msgs []ledger.OutboxMessage
 	err = s.db.Transact(ctx, func(tx *sqlx.Tx) error {
 		c, err = lockCommission(ctx, tx, id, now)
 		if err != nil {
@@ -92,20 +105,22 @@ func (s *BalanceService) changeCommission(ctx context.Context, id int64, change 
 		if err := ledger.CommissionPayable(c); err != nil {
 			return err
 		}
-		return change(tx, c, now)
+		msgs, err = change(tx, c, now)
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
+	s.after.send(msgs)
 	return c, nil
 }
 
 // ApproveCommission approves a pending commission now, whatever its hold.
 func (s *BalanceService) ApproveCommission(ctx context.Context, id int64) (c *ledger.Commission, err error) {
 	defer wrap(&err, "postgres.ApproveCommission(%d)", id)
-	return s.changeCommission(ctx, id, func(tx *sqlx.Tx, c *ledger.Commission, now time.Time) error {
+	return s.changeCommission(ctx, id, func(tx *sqlx.Tx, c *ledger.Commission, now time.Time) ([]ledger.OutboxMessage, error) {
 		if c.Status != ledger.CommissionPending {
-			return nil
+			return nil, nil
 		}
 		return approveLocked(ctx, tx, c, now)
 	})
@@ -120,33 +135,35 @@ func (s *BalanceService) ApproveCommission(ctx context.Context, id int64) (c *le
 // partner had earned when it was paid (docs/ledger.md).
 func (s *BalanceService) MarkCommissionPaid(ctx context.Context, id int64) (c *ledger.Commission, err error) {
 	defer wrap(&err, "postgres.MarkCommissionPaid(%d)", id)
-	return s.changeCommission(ctx, id, func(tx *sqlx.Tx, c *ledger.Commission, now time.Time) error {
+	return s.changeCommission(ctx, id, func(tx *sqlx.Tx, c *ledger.Commission, now time.Time) ([]ledger.OutboxMessage, error) {
 		if c.PaidAt != nil {
-			return nil
+			return nil, nil
 		}
+		var msgs []ledger.OutboxMessage
 		if c.Status == ledger.CommissionPending {
-			if err := approveLocked(ctx, tx, c, now); err != nil {
-				return err
+			var err error
+			if msgs, err = approveLocked(ctx, tx, c, now); err != nil {
+				return nil, err
 			}
 		}
 		if _, err := tx.ExecContext(ctx, `
 			UPDATE commissions SET status = 'paid', paid_at = $2, updated_at = $2 WHERE id = $1`, c.ID, now); err != nil {
-			return err
+			return nil, err
 		}
 		c.Status, c.PaidAt = ledger.CommissionPaid, &now
 		bal, err := balanceOf(ctx, tx, c.PartnerID, c.Currency)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		payout := ledger.CommissionPayout(c.AmountMinor, bal)
 		if payout == 0 {
-			return nil
+			return msgs, nil
 		}
 		if err := appendEntry(ctx, tx, balanceEntry{partnerID: c.PartnerID, currency: c.Currency, kind: ledger.EntryPayout,
 			amountMinor: -payout, commissionID: &c.ID}, now); err != nil {
-			return err
+			return nil, err
 		}
-		return fitOpenWithdrawals(ctx, tx, c.PartnerID, c.Currency, now)
+		return msgs, fitOpenWithdrawals(ctx, tx, c.PartnerID, c.Currency, now)
 	})
 }
 
@@ -164,8 +181,9 @@ func (s *BalanceService) ApproveDue(ctx context.Context, limit int) (n int, err 
 	}
 	for _, id := range ids {
 		approved := false
+		var msgs []ledger.OutboxMessage
 		err := s.db.Transact(ctx, func(tx *sqlx.Tx) error {
-			approved = false
+			approved, msgs = false, nil
 			c, err := lockCommission(ctx, tx, id, now)
 			if err != nil {
 				return err
@@ -174,11 +192,13 @@ func (s *BalanceService) ApproveDue(ctx context.Context, limit int) (n int, err 
 				return nil
 			}
 			approved = true
-			return approveLocked(ctx, tx, c, now)
+			msgs, err = approveLocked(ctx, tx, c, now)
+			return err
 		})
 		if err != nil {
 			return n, err
 		}
+		s.after.send(msgs)
 		if approved {
 			n++
 		}

@@ -535,6 +535,18 @@ func (h *hostileWorld) targets() []target {
 				return map[string]any{"name": "Hostile " + itoa(int64(n)), "email": "hostile-" + itoa(int64(n)) + "@applicant.example"}
 			},
 			fields: map[string][]string{"name": {"numeric-string", "sql-quote", "sql-drop"}, "email": nil, "message": text, "website": nil}},
+		{name: "commissions-listing", method: "GET", path: "/api/v1/programs/{id}/commissions", token: dash, pathParam: true,
+			params: map[string][]string{"page": nil, "pageSize": nil, "status": nil, "partner_id": nil, "dateFrom": nil, "dateTo": nil, "format": nil}},
+		// No commission 999999999: a valid call is a 404, after the checks.
+		{name: "commission-approve", method: "POST", path: "/api/v1/programs/{id}/commissions/999999999/approve", token: dash, pathParam: true},
+		{name: "commission-reject", method: "POST", path: "/api/v1/programs/{id}/commissions/999999999/reject", token: dash, pathParam: true,
+			body:   func(t *testing.T, n int) map[string]any { return map[string]any{"reason": "hostile"} },
+			fields: map[string][]string{"reason": {"numeric-string", "sql-quote", "sql-drop"}}},
+		{name: "audit-listing", method: "GET", path: "/api/v1/programs/{id}/audit", token: dash, pathParam: true,
+			// action and subject_type are texts of up to 100 and 50 characters: any of these is one.
+			params: map[string][]string{"page": nil, "pageSize": nil,
+				"action":       {"zero", "negative", "fraction", "huge-exponent", "int64-overflow", "letters", "sql-quote", "sql-drop"},
+				"subject_type": {"zero", "negative", "fraction", "huge-exponent", "int64-overflow", "letters", "sql-quote", "sql-drop"}}},
 		{name: "settings-patch", method: "PATCH", path: "/api/v1/programs/{id}/settings", token: dash, pathParam: true,
 			body: func(t *testing.T, n int) map[string]any { return map[string]any{} },
 			fields: map[string][]string{"name": text, "domain": {"numeric-string"}, "commission_type": nil, "commission_rate": {"number", "fraction"},

@@ -204,6 +204,10 @@ func (b *Backends) Edge(ctx context.Context) (*ingest.Server, error) {
 		Relay:              outbox,
 	})
 	refunds := postgres.NewRefundService(b.DB, outbox, b.Logger)
+	// Approvals and rejections relay their webhooks right after commit.
+	balances.WithRelay(outbox, b.Logger)
+	review := postgres.NewCommissionReviewService(b.DB, outbox, b.Logger)
+	b.closers = append(b.closers, balances.WaitRelays, review.WaitRelays)
 	// Relays started after a commit finish before the connections close;
 	// one cut off would only leave its messages to the outbox sweep.
 	b.closers = append(b.closers, leads.WaitRelays, sales.WaitRelays, refunds.WaitRelays)
@@ -252,10 +256,11 @@ func (b *Backends) Edge(ctx context.Context) (*ingest.Server, error) {
 		// The edge only stores and queues processor events.
 		Processor: postgres.NewProcessorService(b.DB, postgres.ProcessorOptions{Enqueuer: b.Enqueuer(), Logger: b.Logger}),
 
-		ProgramPartners: programPartners,
-		Groups:          postgres.NewGroupService(b.DB),
-		Invites:         intake,
-		Applications:    intake,
+		ProgramPartners:  programPartners,
+		Groups:           postgres.NewGroupService(b.DB),
+		Invites:          intake,
+		Applications:     intake,
+		CommissionReview: review,
 	}, ingest.Options{
 		Limiter:  ratelimit.New(store, nil),
 		Logger:   b.Logger,
@@ -456,7 +461,7 @@ func (b *Backends) Worker(opts WorkerOptions) (*Worker, error) {
 		mux: workers.NewMux(workers.Handlers{
 			Outbox:         outbox,
 			Housekeeper:    postgres.NewHousekeeper(b.DB),
-			Commissions:    postgres.NewBalanceService(b.DB),
+			Commissions:    postgres.NewBalanceService(b.DB).WithRelay(outbox, b.Logger),
 			Inbox:          &notify.Inbox{Store: postgres.NewNotificationStore(b.DB)},
 			Processor:      processor,
 			ProcessorInbox: processor,
