@@ -1,9 +1,7 @@
 package ingest
 
 import (
-	"bufio"
 	"context"
-	"encoding/csv"
 	"strconv"
 	"strings"
 	"time"
@@ -150,59 +148,16 @@ func (s *Server) listProgramAudit(c *fiber.Ctx) error {
 	return renderPage(c, data, page.Page, page.PageSize, page.PageCount(), page.Total)
 }
 
-// exportProgramCommissions streams every commission q matches as CSV, as
-// the partner export does: the first batch is read before the answer
-// starts (a failing read is still an error answer), the later ones by the
-// stream with a context of its own; a later read that fails ends the file
-// early and is logged with the request id.
+// exportProgramCommissions streams every commission q matches as CSV,
+// newest first (streamCSV).
 func (s *Server) exportProgramCommissions(c *fiber.Ctx, q ledger.CommissionQuery) error {
-	first, err := s.svc.CommissionReview.CommissionBatch(c.UserContext(), q, nil)
-	if err != nil {
-		return err
-	}
 	q.Status = strings.Clone(q.Status)
-	reqID := requestID(c)
-	c.Set(fiber.HeaderContentType, "text/csv; charset=utf-8")
-	c.Set(fiber.HeaderContentDisposition, `attachment; filename=commissions-`+strconv.FormatInt(q.ProgramID, 10)+`.csv`)
-	c.Context().SetBodyStreamWriter(func(bw *bufio.Writer) {
-		ctx, cancel := context.WithTimeout(context.Background(), partnerExportTimeout)
-		defer cancel()
-		if err := s.writeCommissionCSV(ctx, bw, q, first); err != nil && s.logger != nil {
-			s.logger.Error("commission CSV export ended early", "program_id", q.ProgramID, "request_id", reqID, "err", err)
-		}
+	return streamCSV(s, c, csvExport[ledger.ReviewedCommission]{
+		what: "commission", programID: q.ProgramID, header: commissionCSVHeader, row: commissionCSVRow, batch: ledger.CommissionExportBatch,
+		next: func(ctx context.Context, after *ledger.ReviewedCommission) ([]ledger.ReviewedCommission, error) {
+			return s.svc.CommissionReview.CommissionBatch(ctx, q, after)
+		},
 	})
-	return nil
-}
-
-// writeCommissionCSV writes the header, the batch it was given and every
-// later batch, flushing after each.
-func (s *Server) writeCommissionCSV(ctx context.Context, bw *bufio.Writer, q ledger.CommissionQuery, batch []ledger.ReviewedCommission) error {
-	w := csv.NewWriter(bw)
-	if err := w.Write(commissionCSVHeader); err != nil {
-		return err
-	}
-	for {
-		for i := range batch {
-			if err := w.Write(commissionCSVRow(&batch[i])); err != nil {
-				return err
-			}
-		}
-		w.Flush()
-		if err := w.Error(); err != nil {
-			return err
-		}
-		if err := bw.Flush(); err != nil {
-			return err
-		}
-		if len(batch) < ledger.CommissionExportBatch {
-			return nil
-		}
-		next, err := s.svc.CommissionReview.CommissionBatch(ctx, q, &batch[len(batch)-1])
-		if err != nil {
-			return err
-		}
-		batch = next
-	}
 }
 
 // commissionCSVRow is a commission's CSV record, in commissionCSVHeader's

@@ -1,13 +1,10 @@
 package ingest
 
 import (
-	"bufio"
 	"context"
-	"encoding/csv"
 	"encoding/json"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -17,10 +14,6 @@ import (
 // limitPartners is the brand's partner reads per session token and minute
 // (bucket "partners", shared by the list, its CSV and the one-partner read).
 const limitPartners = 120
-
-// partnerExportTimeout bounds the database reads of one CSV export; the
-// server's write timeout (10 s) bounds the whole response anyway.
-const partnerExportTimeout = 10 * time.Second
 
 const (
 	msgNoPartnersRead    = "You do not have access to this program's partners"
@@ -141,62 +134,16 @@ func (s *Server) renderProgramPartner(c *fiber.Ctx, programID, partnerID int64) 
 	return ok(c, fiber.StatusOK, m)
 }
 
-// exportProgramPartners streams every partner q matches as CSV, a batch
-// at a time while the response is written: memory stays bounded whatever
-// the program's size. The first batch is read before the answer starts,
-// so a failing read is still an error answer; the later batches are read
-// by the stream, after the handler returns, with copies of what it needs
-// and a context of its own. A later read that fails ends the file early
-// and is logged with the request id.
+// exportProgramPartners streams every partner q matches as CSV, in the
+// listing's order (streamCSV).
 func (s *Server) exportProgramPartners(c *fiber.Ctx, q ledger.ProgramPartnerQuery) error {
-	first, err := s.svc.ProgramPartners.ProgramPartnerBatch(c.UserContext(), q, nil)
-	if err != nil {
-		return err
-	}
 	q.Status, q.Search = strings.Clone(q.Status), strings.Clone(q.Search)
-	reqID := requestID(c)
-	c.Set(fiber.HeaderContentType, "text/csv; charset=utf-8")
-	c.Set(fiber.HeaderContentDisposition, `attachment; filename=partners-`+strconv.FormatInt(q.ProgramID, 10)+`.csv`)
-	c.Context().SetBodyStreamWriter(func(bw *bufio.Writer) {
-		ctx, cancel := context.WithTimeout(context.Background(), partnerExportTimeout)
-		defer cancel()
-		if err := s.writePartnerCSV(ctx, bw, q, first); err != nil && s.logger != nil {
-			s.logger.Error("partner CSV export ended early", "program_id", q.ProgramID, "request_id", reqID, "err", err)
-		}
+	return streamCSV(s, c, csvExport[ledger.ProgramPartner]{
+		what: "partner", programID: q.ProgramID, header: partnerCSVHeader, row: partnerCSVRow, batch: ledger.PartnerExportBatch,
+		next: func(ctx context.Context, after *ledger.ProgramPartner) ([]ledger.ProgramPartner, error) {
+			return s.svc.ProgramPartners.ProgramPartnerBatch(ctx, q, after)
+		},
 	})
-	return nil
-}
-
-// writePartnerCSV writes the header, the batch it was given and every
-// later batch, flushing after each so the client receives them as they
-// are read.
-func (s *Server) writePartnerCSV(ctx context.Context, bw *bufio.Writer, q ledger.ProgramPartnerQuery, batch []ledger.ProgramPartner) error {
-	w := csv.NewWriter(bw)
-	if err := w.Write(partnerCSVHeader); err != nil {
-		return err
-	}
-	for {
-		for i := range batch {
-			if err := w.Write(partnerCSVRow(&batch[i])); err != nil {
-				return err
-			}
-		}
-		w.Flush()
-		if err := w.Error(); err != nil {
-			return err
-		}
-		if err := bw.Flush(); err != nil {
-			return err
-		}
-		if len(batch) < ledger.PartnerExportBatch {
-			return nil
-		}
-		next, err := s.svc.ProgramPartners.ProgramPartnerBatch(ctx, q, &batch[len(batch)-1])
-		if err != nil {
-			return err
-		}
-		batch = next
-	}
 }
 
 // programPartnerJSON renders a listed partner. Money is in major units as
