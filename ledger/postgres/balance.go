@@ -157,10 +157,7 @@ func NewBalanceService(db *DB) *BalanceService {
 // WithRelay makes the service send the brand webhooks an approval writes
 // to the outbox right after commit, and returns it.
 func (s *BalanceService) WithRelay(relay ledger.OutboxRelay, logger *slog.Logger) *BalanceService {
-	if logger == nil {
-		logger = slog.Default()
-	}
-	s.after = &afterCommit{relay: relay, logger: logger}
+	s.after = newAfterCommit(relay, logger)
 	return s
 }
 

@@ -29,10 +29,7 @@ type CommissionReviewService struct {
 // sends the webhooks a decision writes to the outbox right after commit;
 // nil leaves them to the outbox sweep.
 func NewCommissionReviewService(db *DB, relay ledger.OutboxRelay, logger *slog.Logger) *CommissionReviewService {
-	if logger == nil {
-		logger = slog.Default()
-	}
-	return &CommissionReviewService{db: db, after: &afterCommit{relay: relay, logger: logger}}
+	return &CommissionReviewService{db: db, after: newAfterCommit(relay, logger)}
 }
 
 // WaitRelays blocks until the relays started after commits have finished

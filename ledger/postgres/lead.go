@@ -37,10 +37,7 @@ func NewLeadService(db *DB, pending ledger.PendingClicks) *LeadService {
 // outbox right after commit (without it they wait for the outbox sweep),
 // and returns it.
 func (s *LeadService) WithRelay(relay ledger.OutboxRelay, logger *slog.Logger) *LeadService {
-	if logger == nil {
-		logger = slog.Default()
-	}
-	s.after = &afterCommit{relay: relay, logger: logger}
+	s.after = newAfterCommit(relay, logger)
 	return s
 }
 

@@ -28,10 +28,7 @@ type ProgramPartnerService struct {
 // sends the webhooks of a change after its commit (nil: the outbox sweep
 // sends them).
 func NewProgramPartnerService(db *DB, relay ledger.OutboxRelay, logger *slog.Logger) *ProgramPartnerService {
-	if logger == nil {
-		logger = slog.Default()
-	}
-	return &ProgramPartnerService{db: db, after: &afterCommit{relay: relay, logger: logger}}
+	return &ProgramPartnerService{db: db, after: newAfterCommit(relay, logger)}
 }
 
 // WaitRelays blocks until the relays started after commits have finished.

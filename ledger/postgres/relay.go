@@ -21,6 +21,15 @@ type afterCommit struct {
 	wg     sync.WaitGroup
 }
 
+// newAfterCommit relays through relay (nil: none, the outbox sweep sends
+// everything) and logs failures to logger (nil: the default logger).
+func newAfterCommit(relay ledger.OutboxRelay, logger *slog.Logger) *afterCommit {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	return &afterCommit{relay: relay, logger: logger}
+}
+
 func (a *afterCommit) send(msgs []ledger.OutboxMessage) {
 	if a.relay == nil || len(msgs) == 0 {
 		return
