@@ -243,23 +243,7 @@ func (s *IntakeService) ListApplications(ctx context.Context, q ledger.Applicati
 		cond += " AND status = $2"
 		args = append(args, q.Status)
 	}
-	p = &ledger.ApplicationPage{Applications: []ledger.Application{}, Page: q.Page, PageSize: q.PageSize}
-	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM partner_applications WHERE `+cond, args...).Scan(&p.Total); err != nil {
-		return nil, err
-	}
-	n := len(args)
-	rows, err := s.db.QueryContext(ctx, `SELECT `+applicationColumns+` FROM partner_applications WHERE `+cond+`
-		ORDER BY id DESC LIMIT $`+strconv.Itoa(n+1)+` OFFSET $`+strconv.Itoa(n+2), append(args, q.PageSize, q.Offset())...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		a, err := scanApplication(rows)
-		if err != nil {
-			return nil, err
-		}
-		p.Applications = append(p.Applications, *a)
-	}
-	return p, rows.Err()
+	p = &ledger.ApplicationPage{Page: q.Page, PageSize: q.PageSize}
+	p.Total, p.Applications, err = readPage(ctx, s.db, "partner_applications", applicationColumns, cond, args, q.PageSize, q.Offset(), scanApplication)
+	return p, err
 }

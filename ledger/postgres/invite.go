@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"errors"
-	"strconv"
 	"strings"
 	"time"
 
@@ -213,25 +212,9 @@ func (s *IntakeService) ListInvites(ctx context.Context, q ledger.InviteQuery) (
 		where = append(where, "status = $2")
 	}
 	cond := strings.Join(where, " AND ")
-	p = &ledger.InvitePage{Invites: []ledger.Invite{}, Page: q.Page, PageSize: q.PageSize}
-	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM partner_invites WHERE `+cond, args...).Scan(&p.Total); err != nil {
-		return nil, err
-	}
-	n := len(args)
-	rows, err := s.db.QueryContext(ctx, `SELECT `+inviteColumns+` FROM partner_invites WHERE `+cond+`
-		ORDER BY id DESC LIMIT $`+strconv.Itoa(n+1)+` OFFSET $`+strconv.Itoa(n+2), append(args, q.PageSize, q.Offset())...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		inv, err := scanInvite(rows)
-		if err != nil {
-			return nil, err
-		}
-		p.Invites = append(p.Invites, *inv)
-	}
-	return p, rows.Err()
+	p = &ledger.InvitePage{Page: q.Page, PageSize: q.PageSize}
+	p.Total, p.Invites, err = readPage(ctx, s.db, "partner_invites", inviteColumns, cond, args, q.PageSize, q.Offset(), scanInvite)
+	return p, err
 }
 
 // lockInvite reads an invite of the program for a change. Errors:
