@@ -42,7 +42,7 @@ func ValidateSlug(slug string, programID int64) error {
 	if !slugPattern.MatchString(slug) {
 		return NewError(EInvalid, MsgSlug)
 	}
-	if rest, ok := strings.CutPrefix(slug, defaultSlugPrefix); ok && rest != "" && strings.Trim(rest, "0123456789") == "" {
+	if isDefaultSlug(slug) {
 		if slug != DefaultSlug(programID) {
 			return NewError(EInvalid, MsgSlugReserved)
 		}
@@ -50,10 +50,20 @@ func ValidateSlug(slug string, programID int64) error {
 	return nil
 }
 
-// ValidPublicSlug reports whether s can be a slug at all (the public
-// routes answer 404 for anything else without a query).
+// isDefaultSlug reports whether slug has the shape of a default slug,
+// program-<number>.
+func isDefaultSlug(slug string) bool {
+	rest, ok := strings.CutPrefix(slug, defaultSlugPrefix)
+	return ok && rest != "" && strings.Trim(rest, "0123456789") == ""
+}
+
+// ValidPublicSlug reports whether s can be the slug of a public page (the
+// public routes answer 404 for anything else without a query). A program
+// is published once its brand names it: a default slug, program-<id>, is
+// never public, so walking the ids finds no program, and nobody can apply
+// to a program whose brand has not chosen to take applications.
 func ValidPublicSlug(s string) bool {
-	return len(s) <= publicSlugMaxLength && slugPattern.MatchString(s)
+	return len(s) <= publicSlugMaxLength && slugPattern.MatchString(s) && !isDefaultSlug(s)
 }
 
 // ParseApproval checks a partner_approval value. Errors: EInvalid.

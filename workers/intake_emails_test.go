@@ -46,12 +46,15 @@ func TestInviteAndApplicationEmails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	const slug = "acme-shoes" // published: a default slug has no public page
+	if _, err := programs.UpdateSettings(ctx, p.ID, ledger.SettingsInput{Slug: ledger.Some(slug)}); err != nil {
+		t.Fatal(err)
+	}
 
 	res, err := intake.CreateInvites(ctx, p.ID, ledger.InviteRequest{Emails: []string{"ann@partner.example"}, Message: "Come sell our shoes"})
 	if err != nil || len(res.Invited) != 1 {
 		t.Fatalf("invite = %+v, %v", res, err)
 	}
-	slug := ledger.DefaultSlug(p.ID)
 	cat, _, err := intake.Apply(ctx, slug, ledger.ApplicationRequest{Name: "Cat Wu", Email: "cat@partner.example", Message: "I run a shoe blog"})
 	if err != nil {
 		t.Fatal(err)

@@ -307,7 +307,14 @@ func TestApplications(t *testing.T) {
 	b := setupIntake(t)
 	ctx := context.Background()
 	pid := b.program.ID
-	slug := ledger.DefaultSlug(pid)
+	slug := "acme-program"
+	if _, err := b.programs.UpdateSettings(ctx, pid, ledger.SettingsInput{Slug: ledger.Some(slug)}); err != nil {
+		t.Fatal(err)
+	}
+	// Until the brand names it, the program has no public page.
+	if _, err := b.intake.PublicProgram(ctx, ledger.DefaultSlug(pid)); ledger.ErrorCode(err) != ledger.ENotFound {
+		t.Fatalf("default slug public: %v", err)
+	}
 	apply := func(email string) (*ledger.Application, bool, error) {
 		return b.intake.Apply(ctx, slug, ledger.ApplicationRequest{Name: "Cat Wu", Email: email, Message: "I blog", Website: "https://cat.example"})
 	}
@@ -493,9 +500,12 @@ func TestIntakeConcurrentDuplicates(t *testing.T) {
 	}
 	apps := make(chan result, n)
 	invites := make(chan result, n)
+	if _, err := b.programs.UpdateSettings(ctx, b.program.ID, ledger.SettingsInput{Slug: ledger.Some("acme-race")}); err != nil {
+		t.Fatal(err)
+	}
 	for range n {
 		go func() {
-			a, created, err := b.intake.Apply(ctx, ledger.DefaultSlug(b.program.ID), ledger.ApplicationRequest{Name: "Cat", Email: "cat@partner.example"})
+			a, created, err := b.intake.Apply(ctx, "acme-race", ledger.ApplicationRequest{Name: "Cat", Email: "cat@partner.example"})
 			r := result{created: created, err: err}
 			if a != nil {
 				r.id = a.ID

@@ -350,6 +350,12 @@ func newHostileWorld(t *testing.T) *hostileWorld {
 	})
 	h := &hostileWorld{e: e, st: st, rdb: rdb, iss: iss}
 	h.ws = mustWorlds(t, e.client, 10, nil)
+	// Each program publishes its public page as hostile-<id> (a default
+	// slug, program-<id>, has none).
+	for _, w := range h.ws {
+		e.must(t, 200, req{method: "PATCH", path: "/api/v1/programs/" + itoa(w.ProgramID) + "/settings", token: w.OwnerToken,
+			body: map[string]any{"slug": "hostile-" + itoa(w.ProgramID)}})
+	}
 	// The groups-patch target changes the first program's default group.
 	h.group = int64(st.count(t, `SELECT id FROM partner_groups WHERE program_id = $1 AND is_default`, h.ws[0].ProgramID))
 	for i := 0; i < 10; i++ {
@@ -528,9 +534,9 @@ func (h *hostileWorld) targets() []target {
 			body: func(t *testing.T, n int) map[string]any { return map[string]any{} }, fields: map[string][]string{"group_id": nil}},
 		{name: "application-reject", method: "POST", path: "/api/v1/programs/{id}/applications/999999/reject", token: dash, pathParam: true,
 			body: func(t *testing.T, n int) map[string]any { return map[string]any{} }, fields: map[string][]string{"reason": nil}},
-		// The public page's slug is program-<id> until the brand picks one.
-		{name: "public-program", method: "GET", path: "/api/v1/public/programs/program-{id}", pathParam: true},
-		{name: "public-apply", method: "POST", path: "/api/v1/public/programs/program-{id}/applications", pathParam: true,
+		// Each program's public page is hostile-<id> (set above).
+		{name: "public-program", method: "GET", path: "/api/v1/public/programs/hostile-{id}", pathParam: true},
+		{name: "public-apply", method: "POST", path: "/api/v1/public/programs/hostile-{id}/applications", pathParam: true,
 			body: func(t *testing.T, n int) map[string]any {
 				return map[string]any{"name": "Hostile " + itoa(int64(n)), "email": "hostile-" + itoa(int64(n)) + "@applicant.example"}
 			},

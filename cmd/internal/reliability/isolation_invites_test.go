@@ -23,12 +23,15 @@ func TestIsolationInvites(t *testing.T) {
 	a, b := mustWorld(t, e.client, nil), mustWorld(t, e.client, nil)
 	pa, pb := itoa(a.ProgramID), itoa(b.ProgramID)
 
-	// B invites a partner and receives an application on its public page.
+	// B publishes its page, invites a partner and receives an application
+	// on its public page.
+	e.must(t, 200, req{method: "PATCH", path: "/api/v1/programs/" + pb + "/settings", token: b.OwnerToken,
+		body: map[string]any{"slug": "brand-b-" + pb}})
 	const bInvitee, bApplicant = "b-invitee@isolation.example", "b-applicant@isolation.example"
 	inv := e.must(t, 200, req{method: "POST", path: "/api/v1/programs/" + pb + "/invites", token: b.OwnerToken,
 		body: map[string]any{"emails": []string{bInvitee}}}).data()
 	bInvite := itoa(num(inv["invited"].([]any)[0].(map[string]any)["id"]))
-	e.must(t, 201, req{method: "POST", path: "/api/v1/public/programs/program-" + pb + "/applications",
+	e.must(t, 201, req{method: "POST", path: "/api/v1/public/programs/brand-b-" + pb + "/applications",
 		header: map[string]string{"X-Forwarded-For": nextIP()}, body: map[string]any{"name": "B applicant", "email": bApplicant}})
 	apps := e.must(t, 200, req{method: "GET", path: "/api/v1/programs/" + pb + "/applications", token: b.OwnerToken})
 	bApp := itoa(num(apps.Body["data"].([]any)[0].(map[string]any)["id"]))
@@ -110,7 +113,7 @@ func TestIsolationInvites(t *testing.T) {
 		probe("A's program key", req{method: "POST", path: "/api/v1/programs/" + pb + "/applications/" + bApp + "/approve", token: tok, body: map[string]any{}}, 401)
 	}
 	// B's public page: its terms, nothing private.
-	page := e.must(t, 200, req{method: "GET", path: "/api/v1/public/programs/program-" + pb, header: map[string]string{"X-Forwarded-For": nextIP()}})
+	page := e.must(t, 200, req{method: "GET", path: "/api/v1/public/programs/brand-b-" + pb, header: map[string]string{"X-Forwarded-For": nextIP()}})
 	raw := string(page.Raw)
 	for _, private := range []string{`"id"`, `"workspace_id"`, `"program_id"`, `"api_token_masked"`, b.LiveKey, b.OwnerEmail, bApplicant, bInvitee} {
 		if strings.Contains(raw, private) {
