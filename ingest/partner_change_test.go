@@ -199,6 +199,17 @@ func TestSuspendedPartner(t *testing.T) {
 	if status != ledger.CommissionPending || balance() != before {
 		t.Fatalf("earned commission %s, balance %d (was %d)", status, balance(), before)
 	}
+	// The operator's enroll call (automation re-posting the partner) leaves
+	// the suspension to the brand.
+	var email string
+	if err := b.db.QueryRow(`SELECT email FROM partners WHERE id = $1`, w.partnerID).Scan(&email); err != nil {
+		t.Fatal(err)
+	}
+	mustOK(t, do(t, b.app, req{"POST", "/api/operator/v1/programs/" + itoa(w.programID) + "/partners",
+		map[string]any{"email": email, "name": "Pat"}, operator()}), 201)
+	if st := countRows(t, b.testBundle, `SELECT count(*) FROM enrollments WHERE partner_id = $1 AND status = 'suspended'`, w.partnerID); st != 1 {
+		t.Fatal("the operator's enroll call lifted the suspension")
+	}
 
 	mustOK(t, do(t, b.app, req{"PATCH", path, map[string]any{"status": "active"}, bearer(w.ownerToken)}), 200)
 	if r := do(t, b.app, click); r.Status != 200 {

@@ -48,7 +48,8 @@ func (s *PartnerService) EnrollPartner(ctx context.Context, programID int64, ema
 		}
 		_, err = tx.ExecContext(ctx, `
 			INSERT INTO enrollments (program_id, partner_id, created_at) VALUES ($1, $2, $3)
-			ON CONFLICT (program_id, partner_id) DO UPDATE SET status = 'active'`,
+			ON CONFLICT (program_id, partner_id) DO UPDATE SET status = 'active'
+			WHERE enrollments.status = 'removed'`,
 			programID, p.ID, now)
 		return err
 	})
