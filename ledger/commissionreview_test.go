@@ -69,7 +69,11 @@ func TestCommissionPayableRejected(t *testing.T) {
 func TestPlanRefundOfRejected(t *testing.T) {
 	c := &Commission{ID: 9, Status: CommissionRejected, OriginalMinor: 3000, Currency: USD}
 	p := PlanRefund(RefundInput{ProgramID: 1, TransactionID: "t"}, RefundSnapshot{SaleID: 7, ProgramID: 1, SaleAmount: 10000, Commission: c})
-	if p.Write != nil || p.Result.Status != RefundSkipped || p.Result.SkipReason != SkipAlreadyReverse {
+	// Skipped for the commission, recorded on the sale (all of it), with no
+	// commission change, deduction, notification or webhook.
+	if w := p.Write; p.Result.Status != RefundSkipped || p.Result.SkipReason != SkipAlreadyReverse || w == nil ||
+		w.Refund.AmountCents != 10000 || w.Refund.DeductionMinor != 0 || w.Commission != nil || w.Deduction != nil ||
+		w.Notifications != nil || w.Webhook != nil {
 		t.Fatalf("%+v", p)
 	}
 }

@@ -104,25 +104,23 @@ func PlanRefund(in RefundInput, s RefundSnapshot) RefundPlan {
 		}
 		return skip(SkipSameAmount)
 	}
-	// A commission the brand rejected never paid: a refund of its sale
-	// finds nothing to take back, as with a reversed one.
-	if c != nil && (c.Status == CommissionReversed || c.Status == CommissionRejected) {
-		return skip(SkipAlreadyReverse)
-	}
 	applied := s.SaleAmount - s.RefundedBefore
 	if in.AmountCents > 0 {
 		applied = min(in.AmountCents, applied)
 	}
-	if applied <= 0 {
+	reversed := c != nil && (c.Status == CommissionReversed || c.Status == CommissionRejected)
+	if reversed && applied > 0 {
+		// The brand rejected the commission (rejected, or reversed if it was
+		// credited) before the sale was refunded in full: nothing is left to
+		// take back from it, but the refund is still recorded on the sale,
+		// as for a sale without commission, so that its revenue stays true.
+		return RefundPlan{Result: skip(SkipAlreadyReverse).Result, Write: refundRow(in, s, applied)}
+	}
+	if reversed || applied <= 0 {
 		return skip(SkipAlreadyReverse)
 	}
 
-	source := in.Source
-	if source == "" {
-		source = SourceAPI
-	}
-	w := &RefundWrite{Refund: RefundRow{SaleID: s.SaleID, ProgramID: s.ProgramID, RefundID: in.RefundID,
-		AmountCents: applied, Reason: in.Reason, Source: source, TransactionID: in.TransactionID}}
+	w := refundRow(in, s, applied)
 	if c == nil {
 		return RefundPlan{Result: noCommission(), Write: w}
 	}
@@ -158,6 +156,17 @@ func PlanRefund(in RefundInput, s RefundSnapshot) RefundPlan {
 		Result: RefundResult{Status: share.Status, CommissionID: c.ID, DeductionMinor: share.DeductionMinor, Currency: c.Currency},
 		Write:  w,
 	}
+}
+
+// refundRow is the write of a refund of applied cents recorded on the
+// sale, before any change of its commission.
+func refundRow(in RefundInput, s RefundSnapshot, applied int64) *RefundWrite {
+	source := in.Source
+	if source == "" {
+		source = SourceAPI
+	}
+	return &RefundWrite{Refund: RefundRow{SaleID: s.SaleID, ProgramID: s.ProgramID, RefundID: in.RefundID,
+		AmountCents: applied, Reason: in.Reason, Source: source, TransactionID: in.TransactionID}}
 }
 
 func noCommission() RefundResult {

@@ -82,7 +82,13 @@ func TestPlanRefund(t *testing.T) {
 			[]string{NoticeCommissionReversed}, EventCommissionReversed, []int64{11}}},
 		{"ReversedSkipped", all, snap(commission(CommissionReversed, true, 0), 10000), want{
 			result: skipped(SkipAlreadyReverse)}},
+		// Reversed or rejected by the brand before the sale was refunded in
+		// full: skipped, and the refund recorded on the sale only.
 		{"ReversedSkippedWithAmount", partial, snap(commission(CommissionReversed, false, 0), 2500), want{
+			result: skipped(SkipAlreadyReverse), applied: 2500}},
+		{"RejectedSkippedRecorded", partial, snap(commission(CommissionRejected, false, 0), 0), want{
+			result: skipped(SkipAlreadyReverse), applied: 2500}},
+		{"RejectedNothingLeft", all, snap(commission(CommissionRejected, false, 0), 10000), want{
 			result: skipped(SkipAlreadyReverse)}},
 
 		// The skip rules.
@@ -141,7 +147,7 @@ func TestPlanRefund(t *testing.T) {
 			}
 			if tc.want.change == nil {
 				if row.CommissionID != nil || w.Deduction != nil || w.FitWithdrawals || w.Notifications != nil || w.Webhook != nil {
-					t.Fatalf("a sale without commission writes %+v", w)
+					t.Fatalf("a refund recorded on the sale only writes %+v", w)
 				}
 				return
 			}

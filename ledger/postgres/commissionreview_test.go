@@ -140,7 +140,7 @@ func TestReviewRejectCommission(t *testing.T) {
 	pid := b.w.program.ID
 
 	t.Run("OK pending becomes rejected", func(t *testing.T) {
-		_, cid := b.sold(t, b.w, 5000) // 500 pending
+		txn, cid := b.sold(t, b.w, 5000) // 500 pending
 		before := b.balance(t, b.w.partnerID, ledger.USD)
 		since := b.lastOutboxID(t)
 		r, err := b.review.RejectCommission(ctx, pid, cid, b.ownerID, "self-referral")
@@ -187,6 +187,23 @@ func TestReviewRejectCommission(t *testing.T) {
 		assertCode(t, err, ledger.EConflict, ledger.MsgCommissionRejected)
 		_, err = b.balances.MarkCommissionPaid(ctx, cid)
 		assertCode(t, err, ledger.EConflict, ledger.MsgCommissionRejected)
+		// A refund of its sale is skipped for the commission but recorded on
+		// the sale, so the sale's revenue stays true; nothing else moves.
+		bal := b.balance(t, b.w.partnerID, ledger.USD)
+		assertRefund(t, b.refund(t, b.w, ledger.RefundInput{TransactionID: txn, AmountCents: 2000, RefundID: "re_after_reject"}),
+			ledger.RefundResult{Status: ledger.RefundSkipped, CommissionID: cid, SkipReason: ledger.SkipAlreadyReverse})
+		if n := b.count(t, `SELECT count(*) FROM sales WHERE processor_event_id = $1 AND refunded_cents = 2000`, txn); n != 1 {
+			t.Fatal("the refund of a rejected commission's sale was not recorded on the sale")
+		}
+		if n := b.count(t, `SELECT count(*) FROM refunds WHERE refund_id = 're_after_reject' AND deduction_minor = 0`); n != 1 {
+			t.Fatalf("%d refund rows", n)
+		}
+		if c := b.MustCommission(t, cid); c.Status != ledger.CommissionRejected || c.AmountMinor != 0 || b.balance(t, b.w.partnerID, ledger.USD) != bal {
+			t.Fatalf("after the refund: %+v", c)
+		}
+		// The same refund again is a retry.
+		assertRefund(t, b.refund(t, b.w, ledger.RefundInput{TransactionID: txn, AmountCents: 2000, RefundID: "re_after_reject"}),
+			ledger.RefundResult{Status: ledger.RefundSkipped, CommissionID: cid, SkipReason: ledger.SkipRefundID})
 	})
 
 	t.Run("OK approved is reversed and open withdrawals fitted", func(t *testing.T) {
