@@ -80,6 +80,8 @@ func TestInviteRequestValidate(t *testing.T) {
 		{"ErrEmail", InviteRequestInput{Emails: Some([]string{"a@b.example", "nope"})}, MsgInviteEmail(1)},
 		{"ErrPartnerIDs", InviteRequestInput{PartnerIDs: Some([]int64{0})}, MsgInvitePartnerIDs},
 		{"ErrNobody", InviteRequestInput{Emails: Some([]string{})}, MsgInviteNobody},
+		{"OK 50 together", InviteRequestInput{Emails: Some(many[:40]), PartnerIDs: Some([]int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10})}, ""},
+		{"ErrTooManyTogether", InviteRequestInput{Emails: Some(many[:40]), PartnerIDs: Some([]int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11})}, MsgInviteTooMany},
 		{"ErrGroup", InviteRequestInput{PartnerIDs: Some([]int64{3}), GroupID: Some[int64](-1)}, MsgGroupID},
 		{"ErrMessage", InviteRequestInput{PartnerIDs: Some([]int64{3}), Message: Some(strings.Repeat("é", 1001))}, MsgInviteMessage},
 	} {

@@ -44,6 +44,7 @@ const (
 	MsgInviteEmails        = "emails must be an array of at most 50 email addresses"
 	MsgInvitePartnerIDs    = "partner_ids must be an array of at most 50 partner ids (positive integers)"
 	MsgInviteNobody        = "emails or partner_ids must name at least one partner"
+	MsgInviteTooMany       = "emails and partner_ids together must name at most 50 partners"
 	MsgGroupID             = "group_id must be the id of a group of this program"
 	MsgInviteMessage       = "message must be text of at most 1000 characters"
 	MsgInviteStatus        = "status must be one of: pending, accepted, cancelled, expired"
@@ -132,8 +133,11 @@ func (in InviteRequestInput) Validate(actor int64) (InviteRequest, error) {
 		}
 		r.PartnerIDs = in.PartnerIDs.Value
 	}
-	if len(r.Emails)+len(r.PartnerIDs) == 0 {
+	switch n := len(r.Emails) + len(r.PartnerIDs); {
+	case n == 0:
 		return r, NewError(EInvalid, MsgInviteNobody)
+	case n > MaxInvitesPerCall:
+		return r, NewError(EInvalid, MsgInviteTooMany)
 	}
 	if in.GroupID.Present {
 		if in.GroupID.Bad || in.GroupID.Value < 1 {
