@@ -183,21 +183,26 @@ type RejectionPlan struct {
 // locked state: a pending commission becomes rejected and never pays; an
 // approved one is reversed and its credited amount deducted from the
 // balance, the open withdrawals then fitted to what is left (the refund
-// path's reversal). A paid commission is refused (refunding its sale
-// reverses it and leaves the partner owing); one already rejected,
-// reversed or refunded too. Errors: EConflict.
+// path's reversal), as is a credited one partly refunded and not paid. A
+// paid commission is refused (refunding its sale reverses it and leaves
+// the partner owing); one already rejected or reversed, or refunded to
+// nothing, too. Errors: EConflict.
 func PlanRejection(c *Commission) (RejectionPlan, error) {
 	switch c.Status {
 	case CommissionPending:
 		return RejectionPlan{Status: CommissionRejected}, nil
 	case CommissionApproved:
-		p := RejectionPlan{Status: CommissionReversed}
-		if c.Credited && c.AmountMinor > 0 {
-			p.Deduction = &BalanceDeduction{PartnerID: c.PartnerID, Currency: c.Currency, CommissionID: c.ID,
-				AmountMinor: c.AmountMinor}
-			p.FitWithdrawals = true
+		return reversal(c), nil
+	case CommissionRefunded:
+		// Partly refunded after it was credited, and not paid out: what is
+		// left of it would still be paid, so it is reversed as an approved
+		// one is. A pending one partly refunded was cancelled whole.
+		if c.PaidAt != nil {
+			return RejectionPlan{}, NewError(EConflict, MsgRejectPaid)
 		}
-		return p, nil
+		if c.Credited && c.AmountMinor > 0 {
+			return reversal(c), nil
+		}
 	case CommissionPaid:
 		return RejectionPlan{}, NewError(EConflict, MsgRejectPaid)
 	case CommissionRejected:
@@ -206,6 +211,18 @@ func PlanRejection(c *Commission) (RejectionPlan, error) {
 		return RejectionPlan{}, NewError(EConflict, MsgRejectReversed)
 	}
 	return RejectionPlan{}, NewError(EConflict, MsgRejectRefunded)
+}
+
+// reversal reverses a credited commission: what it still credits is
+// deducted and the open withdrawals fitted to the balance left.
+func reversal(c *Commission) RejectionPlan {
+	p := RejectionPlan{Status: CommissionReversed}
+	if c.Credited && c.AmountMinor > 0 {
+		p.Deduction = &BalanceDeduction{PartnerID: c.PartnerID, Currency: c.Currency, CommissionID: c.ID,
+			AmountMinor: c.AmountMinor}
+		p.FitWithdrawals = true
+	}
+	return p
 }
 
 // RejectionNotification is the in-app notification to the partner of a

@@ -13,6 +13,11 @@ func TestPlanRejection(t *testing.T) {
 		return &Commission{ID: 9, ProgramID: 1, PartnerID: 4, Currency: EUR, OriginalMinor: 3000,
 			AmountMinor: amount, Status: status, Credited: credited}
 	}
+	paidOut := func(c *Commission) *Commission {
+		at := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+		c.PaidAt = &at
+		return c
+	}
 	for _, tc := range []struct {
 		desc string
 		c    *Commission
@@ -29,7 +34,10 @@ func TestPlanRejection(t *testing.T) {
 		{"paid is refused", commission(CommissionPaid, true, 3000), RejectionPlan{}, MsgRejectPaid},
 		{"rejected is refused", commission(CommissionRejected, false, 0), RejectionPlan{}, MsgRejectRejected},
 		{"reversed is refused", commission(CommissionReversed, true, 0), RejectionPlan{}, MsgRejectReversed},
-		{"refunded and credited is refused", commission(CommissionRefunded, true, 1000), RejectionPlan{}, MsgRejectRefunded},
+		{"refunded, credited and unpaid is reversed with what is left", commission(CommissionRefunded, true, 1000),
+			RejectionPlan{Status: CommissionReversed, FitWithdrawals: true,
+				Deduction: &BalanceDeduction{PartnerID: 4, Currency: EUR, CommissionID: 9, AmountMinor: 1000}}, ""},
+		{"refunded after payment is refused as paid", paidOut(commission(CommissionRefunded, true, 1000)), RejectionPlan{}, MsgRejectPaid},
 		{"refunded and cancelled is refused", commission(CommissionRefunded, false, 0), RejectionPlan{}, MsgRejectRefunded},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {

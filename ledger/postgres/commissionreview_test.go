@@ -252,7 +252,7 @@ func TestReviewRejectCommission(t *testing.T) {
 		if _, err := b.review.RejectCommission(ctx, pid, rejected, b.ownerID, "x"); err != nil {
 			t.Fatal(err)
 		}
-		txn, refunded := b.approved(t, b.w, 2000)
+		txn, refunded := b.sold(t, b.w, 2000) // pending, partly refunded: cancelled whole
 		b.refund(t, b.w, ledger.RefundInput{TransactionID: txn, AmountCents: 500})
 		txn2, reversed := b.sold(t, b.w, 2000)
 		b.refund(t, b.w, ledger.RefundInput{TransactionID: txn2})
@@ -269,9 +269,25 @@ func TestReviewRejectCommission(t *testing.T) {
 		}
 	})
 
+	t.Run("OK refunded and credited is reversed with what is left", func(t *testing.T) {
+		txn, cid := b.approved(t, b.w, 2000) // 200 credited
+		b.refund(t, b.w, ledger.RefundInput{TransactionID: txn, AmountCents: 500})
+		if c := b.MustCommission(t, cid); c.Status != ledger.CommissionRefunded || c.AmountMinor != 150 {
+			t.Fatalf("after the partial refund: %+v", c)
+		}
+		bal := b.balance(t, b.w.partnerID, ledger.USD)
+		r, err := b.review.RejectCommission(ctx, pid, cid, b.ownerID, "late fraud")
+		if err != nil || r.Status != ledger.CommissionReversed || r.AmountMinor != 0 {
+			t.Fatalf("rejected: %+v, %v", r, err)
+		}
+		if got := b.balance(t, b.w.partnerID, ledger.USD); got != bal-150 {
+			t.Fatalf("balance %d, want %d", got, bal-150)
+		}
+	})
+
 	t.Run("audit rows", func(t *testing.T) {
 		audit := b.auditRows(t)
-		if len(audit) != 3 {
+		if len(audit) != 4 {
 			t.Fatalf("audit %q", audit)
 		}
 		for _, a := range audit {
