@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Applications: a partner applies on a program's public page; the brand
@@ -64,7 +65,7 @@ type ApplicationRequest struct {
 func (in ApplicationInput) Validate() (ApplicationRequest, error) {
 	var r ApplicationRequest
 	name := strings.TrimSpace(in.Name.Value)
-	if !in.Name.OK() || name == "" || len(name) > 200 {
+	if !in.Name.OK() || name == "" || utf8.RuneCountInString(name) > 200 {
 		return r, NewError(EInvalid, MsgApplicationName)
 	}
 	email, ok := NormalizeEmail(in.Email.Value)

@@ -3,9 +3,10 @@ package ledger
 import "time"
 
 // The audit log of a program's partner program: every change a brand user
-// makes to partners, groups, invites, applications, links and commissions
-// is recorded with who made it and when, in the transaction of the
-// change. Rows are only added (the table refuses an UPDATE).
+// makes to partners, groups, invites, applications and commissions is
+// recorded with who made it and when, in the transaction of the change
+// (link changes show in the link itself: its status and updated_at).
+// Rows are only added (the table refuses an UPDATE).
 
 // AuditEntry is one recorded action. ActorUserID is the dashboard user (0
 // for the system, such as an automatic approval); the writer stores the

@@ -230,8 +230,8 @@ func FormatTime(t time.Time) string {
 	return t.UTC().Format("2006-01-02T15:04:05.000Z07:00")
 }
 
-// majorJSON renders minor units as an exact JSON number in major units.
-func majorJSON(minor int64, c Currency) json.Number {
+// MajorNumber renders minor units as an exact JSON number in major units.
+func MajorNumber(minor int64, c Currency) json.Number {
 	return json.Number(MinorToMajor(minor, c).String())
 }
 
@@ -295,7 +295,7 @@ type RefundEvent struct {
 func CommissionCreatedData(c *Commission) CommissionEventData {
 	return CommissionEventData{
 		CommissionID: c.ID, ProgramID: c.ProgramID, PartnerID: c.PartnerID, SaleID: c.SaleID,
-		TransactionID: c.TransactionID, Status: c.Status, Amount: majorJSON(c.AmountMinor, c.Currency),
+		TransactionID: c.TransactionID, Status: c.Status, Amount: MajorNumber(c.AmountMinor, c.Currency),
 		Currency: string(c.Currency), ApproveAfter: FormatTime(c.ApproveAfter),
 	}
 }
@@ -317,9 +317,9 @@ func RefundEventData(r RefundNotice, saleID, refundCents int64) CommissionEventD
 	}
 	return CommissionEventData{
 		CommissionID: r.CommissionID, ProgramID: r.ProgramID, PartnerID: r.PartnerID, SaleID: saleID,
-		TransactionID: r.TransactionID, Status: r.Status, Amount: majorJSON(r.AmountMinor, r.Currency),
+		TransactionID: r.TransactionID, Status: r.Status, Amount: MajorNumber(r.AmountMinor, r.Currency),
 		Currency: string(r.Currency),
-		Refund: &RefundEvent{AmountCents: refundCents, DeductionAmount: majorJSON(r.DeductionMinor, r.Currency),
+		Refund: &RefundEvent{AmountCents: refundCents, DeductionAmount: MajorNumber(r.DeductionMinor, r.Currency),
 			Reason: reason, PaidOut: r.PaidOut},
 	}
 }
@@ -367,7 +367,7 @@ type CommissionRejectedData struct {
 // the balance.
 func NewCommissionRejectedData(c *Commission, reason string, rejectedMinor, deductionMinor int64) CommissionRejectedData {
 	d := CommissionRejectedData{CommissionEventData: CommissionCreatedData(c), Reason: reason,
-		RejectedAmount: majorJSON(rejectedMinor, c.Currency), DeductionAmount: majorJSON(deductionMinor, c.Currency)}
+		RejectedAmount: MajorNumber(rejectedMinor, c.Currency), DeductionAmount: MajorNumber(deductionMinor, c.Currency)}
 	d.ApproveAfter = ""
 	return d
 }

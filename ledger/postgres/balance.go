@@ -151,7 +151,7 @@ type BalanceService struct {
 // The commission.approved webhooks an approval writes to the outbox wait
 // for the outbox sweep unless WithRelay is set.
 func NewBalanceService(db *DB) *BalanceService {
-	return &BalanceService{db: db, after: &afterCommit{logger: slog.Default()}}
+	return &BalanceService{db: db, after: newAfterCommit(nil, nil)}
 }
 
 // WithRelay makes the service send the brand webhooks an approval writes

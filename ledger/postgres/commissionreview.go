@@ -235,7 +235,7 @@ func (s *CommissionReviewService) ApproveCommission(ctx context.Context, program
 			SubjectType: ledger.AuditSubjectCommission, SubjectID: c.ID,
 			Details: map[string]any{
 				"partner_id": c.PartnerID, "transaction_id": c.TransactionID, "previous_status": ledger.CommissionPending,
-				"status": c.Status, "amount": majorNumber(c.AmountMinor, c.Currency), "currency": string(c.Currency),
+				"status": c.Status, "amount": ledger.MajorNumber(c.AmountMinor, c.Currency), "currency": string(c.Currency),
 			},
 		}, now)
 	})
@@ -294,8 +294,8 @@ func (s *CommissionReviewService) RejectCommission(ctx context.Context, programI
 			Details: map[string]any{
 				"partner_id": c.PartnerID, "transaction_id": c.TransactionID, "previous_status": previous,
 				"status": plan.Status, "reason": reason, "currency": string(c.Currency),
-				"amount":           majorNumber(rejected, c.Currency),
-				"deduction_amount": majorNumber(deduction, c.Currency),
+				"amount":           ledger.MajorNumber(rejected, c.Currency),
+				"deduction_amount": ledger.MajorNumber(deduction, c.Currency),
 			},
 		}, now)
 	})
@@ -352,9 +352,4 @@ func (s *CommissionReviewService) Audit(ctx context.Context, q ledger.AuditQuery
 		}
 	}
 	return p, nil
-}
-
-// majorNumber renders minor units as an exact JSON number in major units.
-func majorNumber(minor int64, c ledger.Currency) json.Number {
-	return json.Number(ledger.MinorToMajor(minor, c).String())
 }

@@ -38,11 +38,8 @@ type IntakeOptions struct {
 
 // NewIntakeService returns the invite and application service over db.
 func NewIntakeService(db *DB, opts IntakeOptions) *IntakeService {
-	if opts.Logger == nil {
-		opts.Logger = slog.Default()
-	}
 	return &IntakeService{db: db, baseURL: strings.TrimRight(opts.PublicBaseURL, "/"),
-		after: &afterCommit{relay: opts.Relay, logger: opts.Logger}}
+		after: newAfterCommit(opts.Relay, opts.Logger)}
 }
 
 var (
@@ -126,7 +123,7 @@ func enrollActive(ctx context.Context, tx *sqlx.Tx, programID int64, email, name
 	en.LinkID, en.LinkCode = l.ID, l.Code
 	msgs, err := brandEvent(ctx, tx, programID, ledger.EventPartnerEnrolled, ledger.PartnerEventData{
 		PartnerID: en.PartnerID, ProgramID: programID, Name: en.Name, Email: en.Email,
-		Status: "active", GroupID: en.GroupID, JoinedAt: en.JoinedAt.Format(time.RFC3339Nano),
+		Status: "active", GroupID: en.GroupID, JoinedAt: ledger.FormatTime(en.JoinedAt),
 	}, now)
 	if err != nil {
 		return nil, nil, err
