@@ -249,15 +249,13 @@ func (s *Server) applyToProgram(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	a, created, err := s.svc.Applications.Apply(c.UserContext(), c.Params("slug"), r)
+	a, _, err := s.svc.Applications.Apply(c.UserContext(), c.Params("slug"), r)
 	if err != nil {
 		return err
 	}
-	status := fiber.StatusOK
-	if created {
-		status = fiber.StatusCreated
-	}
-	return ok(c, status, fiber.Map{"email": a.Email, "status": a.Status, "created_at": formatTime(a.CreatedAt)})
+	// One answer whatever happened, so that it tells nobody whether the
+	// email applied before or is already a partner of the program.
+	return ok(c, fiber.StatusAccepted, fiber.Map{"email": a.Email, "status": a.Status})
 }
 
 func inviteJSON(i *ledger.Invite, now time.Time) fiber.Map {

@@ -202,13 +202,14 @@ func TestApplicationRoutes(t *testing.T) {
 	t.Run("OK apply", func(t *testing.T) {
 		r := apply(map[string]any{"name": "Cat", "email": "Cat@Partner.example", "message": "I blog", "website": "https://cat.example"}, "198.51.100.1")
 		assertIntakeHeaders(t, r, limitPublicApply)
-		d := mustOK(t, r, 201)
-		if d["email"] != "cat@partner.example" || d["status"] != "pending" || len(d) != 3 {
+		d := mustOK(t, r, 202)
+		if d["email"] != "cat@partner.example" || d["status"] != "pending" || len(d) != 2 {
 			t.Fatalf("answer %s", r.Raw)
 		}
-		d = mustOK(t, apply(map[string]any{"name": "Cat again", "email": "cat@partner.example"}, "198.51.100.1"), 200)
-		if d["status"] != "pending" {
-			t.Fatalf("again %v", d)
+		// The same answer again: it tells nobody the email applied before.
+		again := apply(map[string]any{"name": "Cat again", "email": "cat@partner.example"}, "198.51.100.1")
+		if again.Status != 202 || string(again.Raw) != string(r.Raw) {
+			t.Fatalf("again %d %s, want %s", again.Status, again.Raw, r.Raw)
 		}
 		if n := countRows(t, b, `SELECT count(*) FROM partner_applications WHERE program_id = $1`, w.programID); n != 1 {
 			t.Fatalf("applications = %d", n)
@@ -230,7 +231,14 @@ func TestApplicationRoutes(t *testing.T) {
 		assertIntakeError(t, do(t, b.app, req{"POST", publicPath("nowhere-here") + "/applications", map[string]any{"name": "A", "email": "a@b.example"}, nil}), 404, "program not found")
 		var patEmail string
 		b.db.QueryRow(`SELECT email FROM partners WHERE id = $1`, w.partnerID).Scan(&patEmail)
-		assertIntakeError(t, apply(map[string]any{"name": "Pat", "email": patEmail}, "198.51.100.3"), 409, "email is already a partner of this program")
+		// A partner applying gets the answer anyone gets; nothing is stored.
+		r = apply(map[string]any{"name": "Pat", "email": patEmail}, "198.51.100.3")
+		if d := mustOK(t, r, 202); d["email"] != patEmail || d["status"] != "pending" || len(d) != 2 {
+			t.Fatalf("partner applies: %s", r.Raw)
+		}
+		if n := countRows(t, b, `SELECT count(*) FROM partner_applications WHERE email = $1`, patEmail); n != 0 {
+			t.Fatalf("%d applications of a partner", n)
+		}
 	})
 	t.Run("OK review", func(t *testing.T) {
 		r := do(t, b.app, req{"GET", applicationsPath(w.programID) + "?status=pending", nil, member})
@@ -254,7 +262,7 @@ func TestApplicationRoutes(t *testing.T) {
 		}
 		assertIntakeError(t, do(t, b.app, req{"POST", approve, nil, owner}), 409, "application has already been decided")
 
-		mustOK(t, apply(map[string]any{"name": "Dee", "email": "dee@partner.example"}, "198.51.100.4"), 201)
+		mustOK(t, apply(map[string]any{"name": "Dee", "email": "dee@partner.example"}, "198.51.100.4"), 202)
 		r = do(t, b.app, req{"GET", applicationsPath(w.programID) + "?status=pending", nil, owner})
 		dee := id(r.Body["data"].([]any)[0].(map[string]any)["id"])
 		reject := applicationsPath(w.programID) + "/" + itoa(dee) + "/reject"
@@ -267,7 +275,7 @@ func TestApplicationRoutes(t *testing.T) {
 	})
 	t.Run("OK auto", func(t *testing.T) {
 		mustOK(t, do(t, b.app, req{"PATCH", settings, map[string]any{"partner_approval": "auto"}, owner}), 200)
-		d := mustOK(t, apply(map[string]any{"name": "Eve", "email": "eve@partner.example"}, "198.51.100.5"), 201)
+		d := mustOK(t, apply(map[string]any{"name": "Eve", "email": "eve@partner.example"}, "198.51.100.5"), 202)
 		if d["status"] != "approved" {
 			t.Fatalf("auto %v", d)
 		}

@@ -157,8 +157,10 @@ type ApplicationService interface {
 	PublicProgram(ctx context.Context, slug string) (*PublicProgram, error)
 	// Apply records an application to the program of slug, approved at
 	// once when its partner_approval is auto. A pending application of
-	// the same email is answered instead (created false), unchanged.
-	// Errors: ENotFound, EConflict (MsgAlreadyPartner).
+	// the same email is answered instead (created false), unchanged; an
+	// email already a partner of the program records nothing and is
+	// answered with an unsaved application (created false, id 0) of the
+	// status a new one would have. Errors: ENotFound.
 	Apply(ctx context.Context, slug string, r ApplicationRequest) (a *Application, created bool, err error)
 	// ListApplications returns a page of the program's applications,
 	// newest first.

@@ -3914,9 +3914,8 @@ type ProgramPartnerUpdateStatus string
 // PublicApplicationResponse defines model for PublicApplicationResponse.
 type PublicApplicationResponse struct {
 	Data struct {
-		CreatedAt time.Time                           `json:"created_at"`
-		Email     string                              `json:"email"`
-		Status    PublicApplicationResponseDataStatus `json:"status"`
+		Email  string                              `json:"email"`
+		Status PublicApplicationResponseDataStatus `json:"status"`
 	} `json:"data"`
 }
 
@@ -7417,16 +7416,18 @@ type ClientInterface interface {
 
 	// ApplyToProgramWithBody Apply to a program's partner program
 	//
-	// No sign-in; any origin. Records an application to an active
-	// program: 201 when new; 200, unchanged, when the same email already
-	// has a pending application to the program. An email that is
-	// already an active or suspended partner of the program is a 409.
-	// With `partner_approval` `auto` the application is approved at once
-	// (status `approved`: the applicant is an active partner with a
-	// link and gets `application_approved`); with `manual` every owner
-	// and admin of the workspace gets `application_received`. The
-	// answer tells only the email, the status and when. 10 requests a
-	// minute per IP.
+	// No sign-in; any origin. Records an application to an active,
+	// published program. The answer is 202 with the email and the
+	// status, whatever happened, so that it tells nobody whether the
+	// email already applied or is already a partner: a new application
+	// is recorded; the same email's pending one is kept unchanged; an
+	// email that is already an active or suspended partner of the
+	// program stores nothing. With `partner_approval` `auto` a new
+	// application is approved at once (status `approved`: the applicant
+	// is an active partner with a link and gets `application_approved`);
+	// with `manual` (status `pending`) every owner and admin of the
+	// workspace gets `application_received`. 10 requests a minute per
+	// IP.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -7435,16 +7436,18 @@ type ClientInterface interface {
 
 	// ApplyToProgram Apply to a program's partner program
 	//
-	// No sign-in; any origin. Records an application to an active
-	// program: 201 when new; 200, unchanged, when the same email already
-	// has a pending application to the program. An email that is
-	// already an active or suspended partner of the program is a 409.
-	// With `partner_approval` `auto` the application is approved at once
-	// (status `approved`: the applicant is an active partner with a
-	// link and gets `application_approved`); with `manual` every owner
-	// and admin of the workspace gets `application_received`. The
-	// answer tells only the email, the status and when. 10 requests a
-	// minute per IP.
+	// No sign-in; any origin. Records an application to an active,
+	// published program. The answer is 202 with the email and the
+	// status, whatever happened, so that it tells nobody whether the
+	// email already applied or is already a partner: a new application
+	// is recorded; the same email's pending one is kept unchanged; an
+	// email that is already an active or suspended partner of the
+	// program stores nothing. With `partner_approval` `auto` a new
+	// application is approved at once (status `approved`: the applicant
+	// is an active partner with a link and gets `application_approved`);
+	// with `manual` (status `pending`) every owner and admin of the
+	// workspace gets `application_received`. 10 requests a minute per
+	// IP.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -9923,16 +9926,18 @@ func (c *Client) PreflightApplyToProgram(ctx context.Context, slug string, param
 
 // ApplyToProgramWithBody Apply to a program's partner program
 //
-// No sign-in; any origin. Records an application to an active
-// program: 201 when new; 200, unchanged, when the same email already
-// has a pending application to the program. An email that is
-// already an active or suspended partner of the program is a 409.
-// With `partner_approval` `auto` the application is approved at once
-// (status `approved`: the applicant is an active partner with a
-// link and gets `application_approved`); with `manual` every owner
-// and admin of the workspace gets `application_received`. The
-// answer tells only the email, the status and when. 10 requests a
-// minute per IP.
+// No sign-in; any origin. Records an application to an active,
+// published program. The answer is 202 with the email and the
+// status, whatever happened, so that it tells nobody whether the
+// email already applied or is already a partner: a new application
+// is recorded; the same email's pending one is kept unchanged; an
+// email that is already an active or suspended partner of the
+// program stores nothing. With `partner_approval` `auto` a new
+// application is approved at once (status `approved`: the applicant
+// is an active partner with a link and gets `application_approved`);
+// with `manual` (status `pending`) every owner and admin of the
+// workspace gets `application_received`. 10 requests a minute per
+// IP.
 //
 // Takes any type of body and a specified content type.
 //
@@ -9951,16 +9956,18 @@ func (c *Client) ApplyToProgramWithBody(ctx context.Context, slug string, conten
 
 // ApplyToProgram Apply to a program's partner program
 //
-// No sign-in; any origin. Records an application to an active
-// program: 201 when new; 200, unchanged, when the same email already
-// has a pending application to the program. An email that is
-// already an active or suspended partner of the program is a 409.
-// With `partner_approval` `auto` the application is approved at once
-// (status `approved`: the applicant is an active partner with a
-// link and gets `application_approved`); with `manual` every owner
-// and admin of the workspace gets `application_received`. The
-// answer tells only the email, the status and when. 10 requests a
-// minute per IP.
+// No sign-in; any origin. Records an application to an active,
+// published program. The answer is 202 with the email and the
+// status, whatever happened, so that it tells nobody whether the
+// email already applied or is already a partner: a new application
+// is recorded; the same email's pending one is kept unchanged; an
+// email that is already an active or suspended partner of the
+// program stores nothing. With `partner_approval` `auto` a new
+// application is approved at once (status `approved`: the applicant
+// is an active partner with a link and gets `application_approved`);
+// with `manual` (status `pending`) every owner and admin of the
+// workspace gets `application_received`. 10 requests a minute per
+// IP.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -16269,16 +16276,18 @@ type ClientWithResponsesInterface interface {
 
 	// ApplyToProgramWithBodyWithResponse Apply to a program's partner program
 	//
-	// No sign-in; any origin. Records an application to an active
-	// program: 201 when new; 200, unchanged, when the same email already
-	// has a pending application to the program. An email that is
-	// already an active or suspended partner of the program is a 409.
-	// With `partner_approval` `auto` the application is approved at once
-	// (status `approved`: the applicant is an active partner with a
-	// link and gets `application_approved`); with `manual` every owner
-	// and admin of the workspace gets `application_received`. The
-	// answer tells only the email, the status and when. 10 requests a
-	// minute per IP.
+	// No sign-in; any origin. Records an application to an active,
+	// published program. The answer is 202 with the email and the
+	// status, whatever happened, so that it tells nobody whether the
+	// email already applied or is already a partner: a new application
+	// is recorded; the same email's pending one is kept unchanged; an
+	// email that is already an active or suspended partner of the
+	// program stores nothing. With `partner_approval` `auto` a new
+	// application is approved at once (status `approved`: the applicant
+	// is an active partner with a link and gets `application_approved`);
+	// with `manual` (status `pending`) every owner and admin of the
+	// workspace gets `application_received`. 10 requests a minute per
+	// IP.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -16287,16 +16296,18 @@ type ClientWithResponsesInterface interface {
 
 	// ApplyToProgramWithResponse Apply to a program's partner program
 	//
-	// No sign-in; any origin. Records an application to an active
-	// program: 201 when new; 200, unchanged, when the same email already
-	// has a pending application to the program. An email that is
-	// already an active or suspended partner of the program is a 409.
-	// With `partner_approval` `auto` the application is approved at once
-	// (status `approved`: the applicant is an active partner with a
-	// link and gets `application_approved`); with `manual` every owner
-	// and admin of the workspace gets `application_received`. The
-	// answer tells only the email, the status and when. 10 requests a
-	// minute per IP.
+	// No sign-in; any origin. Records an application to an active,
+	// published program. The answer is 202 with the email and the
+	// status, whatever happened, so that it tells nobody whether the
+	// email already applied or is already a partner: a new application
+	// is recorded; the same email's pending one is kept unchanged; an
+	// email that is already an active or suspended partner of the
+	// program stores nothing. With `partner_approval` `auto` a new
+	// application is approved at once (status `approved`: the applicant
+	// is an active partner with a link and gets `application_approved`);
+	// with `manual` (status `pending`) every owner and admin of the
+	// workspace gets `application_received`. 10 requests a minute per
+	// IP.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -25713,16 +25724,8 @@ func (r PreflightApplyToProgramResponse) ContentType() string {
 	return ""
 }
 
-// ApplyToProgramResponse200Headers the declared response headers of an HTTP 200 response for ApplyToProgram
-type ApplyToProgramResponse200Headers struct {
-	XRateLimitLimit     *int
-	XRateLimitRemaining *int
-	XRateLimitReset     *int
-	XRequestID          *string
-}
-
-// ApplyToProgramResponse201Headers the declared response headers of an HTTP 201 response for ApplyToProgram
-type ApplyToProgramResponse201Headers struct {
+// ApplyToProgramResponse202Headers the declared response headers of an HTTP 202 response for ApplyToProgram
+type ApplyToProgramResponse202Headers struct {
 	XRateLimitLimit     *int
 	XRateLimitRemaining *int
 	XRateLimitReset     *int
@@ -25739,14 +25742,6 @@ type ApplyToProgramResponse400Headers struct {
 
 // ApplyToProgramResponse404Headers the declared response headers of an HTTP 404 response for ApplyToProgram
 type ApplyToProgramResponse404Headers struct {
-	XRateLimitLimit     *int
-	XRateLimitRemaining *int
-	XRateLimitReset     *int
-	XRequestID          *string
-}
-
-// ApplyToProgramResponse409Headers the declared response headers of an HTTP 409 response for ApplyToProgram
-type ApplyToProgramResponse409Headers struct {
 	XRateLimitLimit     *int
 	XRateLimitRemaining *int
 	XRateLimitReset     *int
@@ -25779,18 +25774,14 @@ type ApplyToProgramResponse500Headers struct {
 type ApplyToProgramResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
-	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *PublicApplicationResponse
-	// JSON201 the response for an HTTP 201 `application/json` response
-	JSON201 *PublicApplicationResponse
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *PublicApplicationResponse
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *PlatformError
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *PlatformError
 	// JSON408 the response for an HTTP 408 `application/json` response
 	JSON408 *PlatformError
-	// JSON409 the response for an HTTP 409 `application/json` response
-	JSON409 *PlatformError
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *TypedError
 	// JSON429 the response for an HTTP 429 `application/json` response
@@ -25799,16 +25790,12 @@ type ApplyToProgramResponse struct {
 	JSON431 *PlatformError
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *PlatformError
-	// Headers200 the parsed response headers for an HTTP 200 response
-	Headers200 *ApplyToProgramResponse200Headers
-	// Headers201 the parsed response headers for an HTTP 201 response
-	Headers201 *ApplyToProgramResponse201Headers
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *ApplyToProgramResponse202Headers
 	// Headers400 the parsed response headers for an HTTP 400 response
 	Headers400 *ApplyToProgramResponse400Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *ApplyToProgramResponse404Headers
-	// Headers409 the parsed response headers for an HTTP 409 response
-	Headers409 *ApplyToProgramResponse409Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
 	Headers413 *ApplyToProgramResponse413Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -25817,14 +25804,9 @@ type ApplyToProgramResponse struct {
 	Headers500 *ApplyToProgramResponse500Headers
 }
 
-// GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ApplyToProgramResponse) GetJSON200() *PublicApplicationResponse {
-	return r.JSON200
-}
-
-// GetJSON201 returns the response for an HTTP 201 `application/json` response
-func (r ApplyToProgramResponse) GetJSON201() *PublicApplicationResponse {
-	return r.JSON201
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r ApplyToProgramResponse) GetJSON202() *PublicApplicationResponse {
+	return r.JSON202
 }
 
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
@@ -25840,11 +25822,6 @@ func (r ApplyToProgramResponse) GetJSON404() *PlatformError {
 // GetJSON408 returns the response for an HTTP 408 `application/json` response
 func (r ApplyToProgramResponse) GetJSON408() *PlatformError {
 	return r.JSON408
-}
-
-// GetJSON409 returns the response for an HTTP 409 `application/json` response
-func (r ApplyToProgramResponse) GetJSON409() *PlatformError {
-	return r.JSON409
 }
 
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
@@ -29900,16 +29877,18 @@ func (c *ClientWithResponses) PreflightApplyToProgramWithResponse(ctx context.Co
 
 // ApplyToProgramWithBodyWithResponse Apply to a program's partner program
 //
-// No sign-in; any origin. Records an application to an active
-// program: 201 when new; 200, unchanged, when the same email already
-// has a pending application to the program. An email that is
-// already an active or suspended partner of the program is a 409.
-// With `partner_approval` `auto` the application is approved at once
-// (status `approved`: the applicant is an active partner with a
-// link and gets `application_approved`); with `manual` every owner
-// and admin of the workspace gets `application_received`. The
-// answer tells only the email, the status and when. 10 requests a
-// minute per IP.
+// No sign-in; any origin. Records an application to an active,
+// published program. The answer is 202 with the email and the
+// status, whatever happened, so that it tells nobody whether the
+// email already applied or is already a partner: a new application
+// is recorded; the same email's pending one is kept unchanged; an
+// email that is already an active or suspended partner of the
+// program stores nothing. With `partner_approval` `auto` a new
+// application is approved at once (status `approved`: the applicant
+// is an active partner with a link and gets `application_approved`);
+// with `manual` (status `pending`) every owner and admin of the
+// workspace gets `application_received`. 10 requests a minute per
+// IP.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -29924,16 +29903,18 @@ func (c *ClientWithResponses) ApplyToProgramWithBodyWithResponse(ctx context.Con
 
 // ApplyToProgramWithResponse Apply to a program's partner program
 //
-// No sign-in; any origin. Records an application to an active
-// program: 201 when new; 200, unchanged, when the same email already
-// has a pending application to the program. An email that is
-// already an active or suspended partner of the program is a 409.
-// With `partner_approval` `auto` the application is approved at once
-// (status `approved`: the applicant is an active partner with a
-// link and gets `application_approved`); with `manual` every owner
-// and admin of the workspace gets `application_received`. The
-// answer tells only the email, the status and when. 10 requests a
-// minute per IP.
+// No sign-in; any origin. Records an application to an active,
+// published program. The answer is 202 with the email and the
+// status, whatever happened, so that it tells nobody whether the
+// email already applied or is already a partner: a new application
+// is recorded; the same email's pending one is kept unchanged; an
+// email that is already an active or suspended partner of the
+// program stores nothing. With `partner_approval` `auto` a new
+// application is approved at once (status `approved`: the applicant
+// is an active partner with a link and gets `application_approved`);
+// with `manual` (status `pending`) every owner and admin of the
+// workspace gets `application_received`. 10 requests a minute per
+// IP.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -43792,19 +43773,12 @@ func ParseApplyToProgramResponse(rsp *http.Response) (*ApplyToProgramResponse, e
 	}
 
 	switch {
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
 		var dest PublicApplicationResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.JSON200 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
-		var dest PublicApplicationResponse
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON201 = &dest
+		response.JSON202 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
 		var dest PlatformError
@@ -43826,13 +43800,6 @@ func ParseApplyToProgramResponse(rsp *http.Response) (*ApplyToProgramResponse, e
 			return nil, err
 		}
 		response.JSON408 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
-		var dest PlatformError
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest TypedError
@@ -43865,8 +43832,8 @@ func ParseApplyToProgramResponse(rsp *http.Response) (*ApplyToProgramResponse, e
 	}
 
 	switch {
-	case rsp.StatusCode == 200:
-		var headers ApplyToProgramResponse200Headers
+	case rsp.StatusCode == 202:
+		var headers ApplyToProgramResponse202Headers
 		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -43895,38 +43862,7 @@ func ParseApplyToProgramResponse(rsp *http.Response) (*ApplyToProgramResponse, e
 			}
 			headers.XRequestID = &value
 		}
-		response.Headers200 = &headers
-	case rsp.StatusCode == 201:
-		var headers ApplyToProgramResponse201Headers
-		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.XRateLimitLimit = &value
-		}
-		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.XRateLimitRemaining = &value
-		}
-		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.XRateLimitReset = &value
-		}
-		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
-			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.XRequestID = &value
-		}
-		response.Headers201 = &headers
+		response.Headers202 = &headers
 	case rsp.StatusCode == 400:
 		var headers ApplyToProgramResponse400Headers
 		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
@@ -43989,37 +43925,6 @@ func ParseApplyToProgramResponse(rsp *http.Response) (*ApplyToProgramResponse, e
 			headers.XRequestID = &value
 		}
 		response.Headers404 = &headers
-	case rsp.StatusCode == 409:
-		var headers ApplyToProgramResponse409Headers
-		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.XRateLimitLimit = &value
-		}
-		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.XRateLimitRemaining = &value
-		}
-		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.XRateLimitReset = &value
-		}
-		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
-			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.XRequestID = &value
-		}
-		response.Headers409 = &headers
 	case rsp.StatusCode == 413:
 		var headers ApplyToProgramResponse413Headers
 		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {

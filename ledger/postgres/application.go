@@ -51,9 +51,10 @@ func (s *IntakeService) PublicProgram(ctx context.Context, slug string) (pp *led
 }
 
 // Apply records an application to the active program of slug: answered
-// with the pending one of the same email when there is one; approved at
-// once when the program's partner_approval is auto; otherwise each owner
-// and admin of the workspace gets the application_received email.
+// with the pending one of the same email when there is one, and with an
+// unsaved one for an email already a partner; approved at once when the
+// program's partner_approval is auto; otherwise each owner and admin of
+// the workspace gets the application_received email.
 func (s *IntakeService) Apply(ctx context.Context, slug string, r ledger.ApplicationRequest) (a *ledger.Application, created bool, err error) {
 	defer wrap(&err, "postgres.Apply(%q)", slug)
 	if !ledger.ValidPublicSlug(slug) {
@@ -75,7 +76,13 @@ func (s *IntakeService) Apply(ctx context.Context, slug string, r ledger.Applica
 		if partner, err := isPartner(ctx, tx, p.id, r.Email); err != nil {
 			return err
 		} else if partner {
-			return ledger.NewError(ledger.EConflict, ledger.MsgAlreadyPartner)
+			// Nothing to record; answered as an application is, so that the
+			// public route tells nobody who the program's partners are.
+			a = &ledger.Application{ProgramID: p.id, Email: r.Email, Name: r.Name, Status: ledger.ApplicationPending}
+			if p.approval == ledger.ApprovalAuto {
+				a.Status = ledger.ApplicationApproved
+			}
+			return nil
 		}
 		a, err = scanApplication(tx.QueryRowContext(ctx, `
 			INSERT INTO partner_applications (program_id, email, name, message, website, created_at)

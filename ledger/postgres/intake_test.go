@@ -409,8 +409,16 @@ func TestApplications(t *testing.T) {
 		if es[len(es)-1].Kind != ledger.EmailApplicationApproved || !strings.Contains(string(es[len(es)-1].Data), "https://track.example/partner/") {
 			t.Fatalf("emails = %+v", es)
 		}
-		_, _, err = apply("cat@partner.example")
-		assertCode(t, err, ledger.EConflict, ledger.MsgAlreadyPartner)
+		// Applying again as a partner records nothing and answers as an
+		// application would.
+		before := b.count(t, `SELECT count(*) FROM partner_applications WHERE program_id = $1`, pid)
+		again, created, err := apply("cat@partner.example")
+		if err != nil || created || again.ID != 0 || again.Status != ledger.ApplicationPending {
+			t.Fatalf("partner applies: %+v %v %v", again, created, err)
+		}
+		if n := b.count(t, `SELECT count(*) FROM partner_applications WHERE program_id = $1`, pid); n != before {
+			t.Fatalf("%d applications, want %d", n, before)
+		}
 	})
 	t.Run("OK auto approval", func(t *testing.T) {
 		auto := ledger.Some(ledger.ApprovalAuto)

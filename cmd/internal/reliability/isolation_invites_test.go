@@ -31,7 +31,7 @@ func TestIsolationInvites(t *testing.T) {
 	inv := e.must(t, 200, req{method: "POST", path: "/api/v1/programs/" + pb + "/invites", token: b.OwnerToken,
 		body: map[string]any{"emails": []string{bInvitee}}}).data()
 	bInvite := itoa(num(inv["invited"].([]any)[0].(map[string]any)["id"]))
-	e.must(t, 201, req{method: "POST", path: "/api/v1/public/programs/brand-b-" + pb + "/applications",
+	e.must(t, 202, req{method: "POST", path: "/api/v1/public/programs/brand-b-" + pb + "/applications",
 		header: map[string]string{"X-Forwarded-For": nextIP()}, body: map[string]any{"name": "B applicant", "email": bApplicant}})
 	apps := e.must(t, 200, req{method: "GET", path: "/api/v1/programs/" + pb + "/applications", token: b.OwnerToken})
 	bApp := itoa(num(apps.Body["data"].([]any)[0].(map[string]any)["id"]))

@@ -111,7 +111,7 @@ func TestBrandRunsPartnerProgram(t *testing.T) {
 	// 3. Seven applications on the public page; the brand hears of each,
 	// approves six (three into VIP) and rejects one with a reason.
 	for i := range 7 {
-		e.must(t, 201, req{method: "POST", path: "/api/v1/public/programs/" + slug + "/applications",
+		e.must(t, 202, req{method: "POST", path: "/api/v1/public/programs/" + slug + "/applications",
 			header: map[string]string{"X-Forwarded-For": nextIP()},
 			body:   map[string]any{"name": fmt.Sprintf("Applicant %d", i), "email": fmt.Sprintf("app%d-%s@partner.example", i, n)}})
 	}
@@ -132,7 +132,7 @@ func TestBrandRunsPartnerProgram(t *testing.T) {
 	}
 	// 4. An eighth applicant joins at once once approval is automatic.
 	brand(200, "PATCH", "/settings", map[string]any{"partner_approval": "auto"})
-	auto := e.must(t, 201, req{method: "POST", path: "/api/v1/public/programs/" + slug + "/applications",
+	auto := e.must(t, 202, req{method: "POST", path: "/api/v1/public/programs/" + slug + "/applications",
 		header: map[string]string{"X-Forwarded-For": nextIP()},
 		body:   map[string]any{"name": "Auto Applicant", "email": "auto-" + n + "@partner.example"}}).data()
 	if auto["status"] != "approved" {
