@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/partnertrack/partnertrack/ledger"
 	"github.com/partnertrack/partnertrack/ledger/postgres"
+	"github.com/partnertrack/partnertrack/ledger/postgres/pgtest"
 )
 
 // rollupBundle is the ledger over a fresh database with the click store,
@@ -383,4 +385,63 @@ func TestRollupConcurrentWriters(t *testing.T) {
 	}
 	assertEq(t, "clicks", strings.Fields(b.traffic3(t))[0], "clicks=481")
 	b.mustVerify(t)
+}
+
+// BenchmarkWriteClicksRollups is BenchmarkWriteClicks with the rollup
+// trigger on and off, in one run over one database: batches of 42 clicks
+// from four writers, each click a new session (the worst case for
+// rollup_sessions). Compare the clicks/s of the two sub-benchmarks; the
+// order alternates so neither always runs on the warmer database.
+func BenchmarkWriteClicksRollups(b *testing.B) {
+	tb := bundleOn(pgtest.New(b))
+	p := MustProgram(b, tb)
+	ctx := context.Background()
+	pa, err := tb.partners.EnrollPartner(ctx, p.ID, "pat@partner.example", "Pat")
+	if err != nil {
+		b.Fatal(err)
+	}
+	l, err := tb.partners.CreateLink(ctx, p.ID, pa.ID, "pat", true)
+	if err != nil {
+		b.Fatal(err)
+	}
+	w := trafficWorld{program: p, partner: pa, link: l, store: postgres.NewTrafficStore(tb.db.DB)}
+	var seq atomic.Int64
+	write := func(b *testing.B) {
+		const batchSize = 42
+		b.SetParallelism(2)
+		b.ResetTimer()
+		b.RunParallel(func(pb *testing.PB) {
+			batch := make([]ledger.Click, batchSize)
+			for pb.Next() {
+				now := time.Now()
+				for i := range batch {
+					batch[i] = w.click(now)
+					batch[i].SessionID = fmt.Sprintf("sess_%d", seq.Add(1))
+				}
+				if n, err := w.store.WriteClicks(ctx, batch); err != nil || n != batchSize {
+					b.Fatalf("wrote %d of %d: %v", n, batchSize, err)
+				}
+			}
+		})
+		b.ReportMetric(float64(b.N*batchSize)/b.Elapsed().Seconds(), "clicks/s")
+	}
+	trigger := func(b *testing.B, on bool) {
+		q := `ALTER TABLE clicks DISABLE TRIGGER clicks_rollup`
+		if on {
+			q = `ALTER TABLE clicks ENABLE TRIGGER clicks_rollup`
+		}
+		if _, err := tb.db.Exec(q); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for round := range 2 {
+		for _, on := range []bool{round == 0, round != 0} {
+			name := "rollups=off"
+			if on {
+				name = "rollups=on"
+			}
+			b.Run(name, func(b *testing.B) { trigger(b, on); write(b) })
+		}
+	}
+	trigger(b, true)
 }
