@@ -22,6 +22,11 @@ CREATE FUNCTION rollup_clicks_insert() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     PERFORM pg_advisory_xact_lock_shared(17, (x.program_id & 2147483647)::int)
     FROM (SELECT DISTINCT program_id FROM new_clicks ORDER BY 1) x;
+    -- One statement: the batch's sessions of each partner and link, and
+    -- of the program (-1, -1), inserted in key order; the new ones are
+    -- the visitors added, to the traffic rows and to the program's day.
+    -- Every batch runs this same plan, so the two upserts (two tables)
+    -- run in the same order in every transaction.
     WITH ev AS (
         SELECT n.program_id, (n.occurred_at AT TIME ZONE p.timezone)::date AS day,
             COALESCE(n.partner_id, 0) AS partner_id, COALESCE(n.link_id, 0) AS link_id, n.session_id
@@ -29,36 +34,30 @@ BEGIN
         WHERE NOT n.is_test
     ), seen AS (
         INSERT INTO rollup_sessions (program_id, day, partner_id, link_id, session_id)
-        SELECT DISTINCT program_id, day, partner_id, link_id, session_id FROM ev
-        WHERE session_id IS NOT NULL
+        SELECT DISTINCT program_id, day, partner_id, link_id, session_id FROM (
+            SELECT program_id, day, partner_id, link_id, session_id FROM ev WHERE session_id IS NOT NULL
+            UNION ALL
+            SELECT program_id, day, -1, -1, session_id FROM ev WHERE session_id IS NOT NULL
+        ) s
         ORDER BY 1, 2, 3, 4, 5
         ON CONFLICT DO NOTHING
         RETURNING program_id, day, partner_id, link_id
-    )
-    INSERT INTO rollup_traffic_daily (program_id, day, partner_id, link_id, clicks, visitors)
-    SELECT program_id, day, partner_id, link_id, sum(clicks), sum(visitors)
-    FROM (
-        SELECT program_id, day, partner_id, link_id, count(*) AS clicks, 0 AS visitors FROM ev GROUP BY 1, 2, 3, 4
-        UNION ALL
-        SELECT program_id, day, partner_id, link_id, 0, count(*) FROM seen GROUP BY 1, 2, 3, 4
-    ) x
-    GROUP BY 1, 2, 3, 4
-    ORDER BY 1, 2, 3, 4
-    ON CONFLICT (program_id, day, partner_id, link_id) DO UPDATE
-        SET clicks = rollup_traffic_daily.clicks + EXCLUDED.clicks,
-            visitors = rollup_traffic_daily.visitors + EXCLUDED.visitors;
-
-    WITH seen AS (
-        INSERT INTO rollup_sessions (program_id, day, partner_id, link_id, session_id)
-        SELECT DISTINCT n.program_id, (n.occurred_at AT TIME ZONE p.timezone)::date, -1, -1, n.session_id
-        FROM new_clicks n JOIN programs p ON p.id = n.program_id
-        WHERE NOT n.is_test AND n.session_id IS NOT NULL
-        ORDER BY 1, 2, 3, 4, 5
-        ON CONFLICT DO NOTHING
-        RETURNING program_id, day
+    ), traffic AS (
+        INSERT INTO rollup_traffic_daily (program_id, day, partner_id, link_id, clicks, visitors)
+        SELECT program_id, day, partner_id, link_id, sum(clicks), sum(visitors)
+        FROM (
+            SELECT program_id, day, partner_id, link_id, count(*) AS clicks, 0 AS visitors FROM ev GROUP BY 1, 2, 3, 4
+            UNION ALL
+            SELECT program_id, day, partner_id, link_id, 0, count(*) FROM seen WHERE partner_id >= 0 GROUP BY 1, 2, 3, 4
+        ) x
+        GROUP BY 1, 2, 3, 4
+        ORDER BY 1, 2, 3, 4
+        ON CONFLICT (program_id, day, partner_id, link_id) DO UPDATE
+            SET clicks = rollup_traffic_daily.clicks + EXCLUDED.clicks,
+                visitors = rollup_traffic_daily.visitors + EXCLUDED.visitors
     )
     INSERT INTO rollup_visitors_daily (program_id, day, visitors)
-    SELECT program_id, day, count(*) FROM seen GROUP BY 1, 2 ORDER BY 1, 2
+    SELECT program_id, day, count(*) FROM seen WHERE partner_id = -1 GROUP BY 1, 2 ORDER BY 1, 2
     ON CONFLICT (program_id, day) DO UPDATE
         SET visitors = rollup_visitors_daily.visitors + EXCLUDED.visitors;
     RETURN NULL;

@@ -341,8 +341,8 @@ func TestRollupVerifyAndRebuild(t *testing.T) {
 }
 
 // TestRollupConcurrentWriters runs click batches (overlapping, so some
-// are redeliveries) and sales in parallel: the rollups match the raw
-// tables after, and no writer deadlocked.
+// are redeliveries), sales and rebuilds in parallel: the rollups match
+// the raw tables after, and no writer deadlocked.
 func TestRollupConcurrentWriters(t *testing.T) {
 	b := setupRollups(t)
 	ctx := context.Background()
@@ -378,6 +378,17 @@ func TestRollupConcurrentWriters(t *testing.T) {
 			}
 		}()
 	}
+	// Rebuilds run among the writers: each waits for the writers in
+	// flight and holds back the next ones, so nothing is lost or doubled.
+	for range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := b.rollups.RebuildRollups(ctx, b.w.program.ID); err != nil {
+				errs <- err
+			}
+		}()
+	}
 	wg.Wait()
 	close(errs)
 	for err := range errs {
@@ -408,7 +419,7 @@ func BenchmarkWriteClicksRollups(b *testing.B) {
 	var seq atomic.Int64
 	write := func(b *testing.B) {
 		const batchSize = 42
-		b.SetParallelism(2)
+		b.SetParallelism(2) // 4 writers on two cores
 		b.ResetTimer()
 		b.RunParallel(func(pb *testing.PB) {
 			batch := make([]ledger.Click, batchSize)
