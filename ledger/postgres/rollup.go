@@ -315,7 +315,9 @@ func (s *RollupService) RebuildRollups(ctx context.Context, programID int64) (re
 // rebuild waits for the writers in flight to commit (their rows are then
 // visible to the recomputation, which takes its snapshot after the lock)
 // and holds new ones back until it commits (their rows, not visible to
-// it, are then added by their own triggers). Click batches of the
+// it, are then added by their own triggers, whose statements take their
+// snapshots after the lock and so see a new timezone: every write path
+// runs in read committed). Click batches of the
 // program wait for the length of the rebuild, which is proportional to
 // the program's events; other programs are not held.
 func rebuildRollups(ctx context.Context, tx *sqlx.Tx, programID int64) error {
