@@ -15,6 +15,16 @@
 -- definitions are those of `partnerctl analytics verify` (ledger/postgres
 -- rollup.go), which recomputes the same counters from the raw tables.
 
+-- The rollups the click batches write carry no foreign key to programs,
+-- for the reason migration 00010 dropped the clicks' own: every row
+-- inserted would take a FOR KEY SHARE lock on the program's row, which
+-- the concurrent batches of a busy program all share (multixacts). The
+-- service deletes no program; the triggers join programs, so no row is
+-- written for a program that is gone.
+ALTER TABLE rollup_sessions DROP CONSTRAINT rollup_sessions_program_id_fkey;
+ALTER TABLE rollup_traffic_daily DROP CONSTRAINT rollup_traffic_daily_program_id_fkey;
+ALTER TABLE rollup_visitors_daily DROP CONSTRAINT rollup_visitors_daily_program_id_fkey;
+
 -- Clicks: the clicks stored, the new sessions of each partner and link
 -- (visitors) and of the program (rollup_visitors_daily), by the click's day.
 -- +goose StatementBegin
@@ -286,3 +296,9 @@ DROP FUNCTION rollup_sales_insert();
 DROP FUNCTION rollup_leads_update();
 DROP FUNCTION rollup_leads_insert();
 DROP FUNCTION rollup_clicks_insert();
+ALTER TABLE rollup_visitors_daily ADD CONSTRAINT rollup_visitors_daily_program_id_fkey
+    FOREIGN KEY (program_id) REFERENCES programs (id) ON DELETE CASCADE;
+ALTER TABLE rollup_traffic_daily ADD CONSTRAINT rollup_traffic_daily_program_id_fkey
+    FOREIGN KEY (program_id) REFERENCES programs (id) ON DELETE CASCADE;
+ALTER TABLE rollup_sessions ADD CONSTRAINT rollup_sessions_program_id_fkey
+    FOREIGN KEY (program_id) REFERENCES programs (id) ON DELETE CASCADE;
