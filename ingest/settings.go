@@ -75,6 +75,7 @@ func settingsJSON(p *ledger.Program) fiber.Map {
 	m["stripe_webhook_secret_set"] = p.StripeSecretSet
 	m["slug"] = p.Slug
 	m["partner_approval"] = p.PartnerApproval
+	m["timezone"] = p.Timezone
 	return m
 }
 
@@ -87,5 +88,6 @@ func settingsInput(f fields) ledger.SettingsInput {
 		StripeWebhookSecret: f.String("stripe_webhook_secret"),
 		Slug:                f.String("slug"),
 		PartnerApproval:     f.String("partner_approval"),
+		Timezone:            f.String("timezone"),
 	}
 }

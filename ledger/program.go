@@ -96,6 +96,7 @@ type Program struct {
 	StripeSecretSet bool   // whether a processor webhook signing secret is configured
 	Slug            string // the public page's address (settings only)
 	PartnerApproval string // ApprovalAuto or ApprovalManual (settings only)
+	Timezone        string // IANA name whose days the analytics count in (settings only)
 	CreatedAt       time.Time
 	UpdatedAt       time.Time
 }

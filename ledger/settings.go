@@ -3,6 +3,7 @@ package ledger
 import (
 	"context"
 	"strings"
+	"time"
 )
 
 // MsgStripeWebhookSecret is the message of a malformed processor webhook
@@ -23,6 +24,31 @@ type SettingsInput struct {
 	// checked after the program fields, before the secret.
 	Slug            Input[string]
 	PartnerApproval Input[string]
+	// Timezone is the IANA zone of the program's analytics days (issue
+	// 25): checked after the public page's settings.
+	Timezone Input[string]
+}
+
+// MsgTimezone is the message of a timezone that is not an IANA name.
+const MsgTimezone = "timezone must be an IANA time zone name such as Europe/Paris"
+
+// TimezoneSetting returns the timezone the update sets (nil when absent),
+// checked against Go's zone database; the store also checks that Postgres
+// knows it. "Local" and "" are refused: they name no zone. Errors:
+// EInvalid (MsgTimezone).
+func (in SettingsInput) TimezoneSetting() (*string, error) {
+	tz := in.Timezone
+	if !tz.Present {
+		return nil, nil
+	}
+	if tz.Bad || tz.Value == "" || tz.Value == "Local" || len(tz.Value) > 64 {
+		return nil, NewError(EInvalid, MsgTimezone)
+	}
+	if _, err := time.LoadLocation(tz.Value); err != nil {
+		return nil, NewError(EInvalid, MsgTimezone)
+	}
+	v := tz.Value
+	return &v, nil
 }
 
 // PublicSettings returns the slug and partner_approval the update sets
@@ -77,8 +103,9 @@ func (in SettingsInput) StripeSecret() (set bool, value string, err error) {
 type SettingsService interface {
 	// UpdateSettings applies an update in one transaction: the program
 	// fields in the spec's order with CLI init's messages
-	// (ProgramInput.ApplyUpdate), then slug and partner_approval, then the
-	// webhook secret. Nothing is written when any field is refused.
+	// (ProgramInput.ApplyUpdate), then slug and partner_approval, then
+	// timezone (MsgTimezone), then the webhook secret. A new timezone
+	// rebuilds the program's analytics rollups in the same transaction. Nothing is written when any field is refused.
 	// Errors: ENotFound, EInvalid, EConflict (MsgSlugTaken).
 	UpdateSettings(ctx context.Context, programID int64, in SettingsInput) (*Program, error)
 }

@@ -3,7 +3,8 @@
 // Deployment: `partnerctl migrate` creates the database when missing and
 // applies the migrations; `partnerctl dev` does the same and then runs the
 // edge, a worker serving every queue and the scheduler in one process, for
-// a laptop; `partnerctl secrets` makes and rotates SECRETS_KEY.
+// a laptop; `partnerctl secrets` makes and rotates SECRETS_KEY; `partnerctl
+// analytics verify` and `rebuild` check and recompute the analytics rollups.
 //
 // Operating: workspace, user, program, partner, link, agent-key, customer,
 // commission and withdrawal call the running edge's operator API
@@ -25,7 +26,8 @@
 // Exit codes:
 //
 //	0  success
-//	1  a local failure (migrate, dev, secrets)
+//	1  a local failure (migrate, dev, secrets), or differences found by
+//	   analytics verify
 //	2  a user error: bad usage, OPERATOR_TOKEN unset, or a request the edge
 //	   refused (4xx)
 //	3  a server error: 5xx, the edge could not be reached, or it answered
@@ -63,7 +65,8 @@ func newRootCommand(getenv func(string) string, hc *http.Client) *cobra.Command 
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newMigrateCommand(getenv), newDevCommand(getenv), newSecretsCommand(getenv))
+	root.AddCommand(newMigrateCommand(getenv), newDevCommand(getenv), newSecretsCommand(getenv),
+		newAnalyticsCommand(getenv))
 	o := &operator{getenv: getenv, http: hc}
 	root.AddCommand(o.newWorkspaceCommand(), o.newUserCommand(), o.newProgramCommand(), o.newPartnerCommand(),
 		o.newLinkCommand(), o.newAgentKeyCommand(), o.newCustomerCommand(), o.newCommissionCommand(),

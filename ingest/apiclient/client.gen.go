@@ -2781,9 +2781,14 @@ type DashProgramSettings struct {
 	Status string  `json:"status"`
 
 	// StripeWebhookSecretSet Whether a processor webhook signing secret is configured (the secret itself is never returned).
-	StripeWebhookSecretSet bool      `json:"stripe_webhook_secret_set"`
-	UpdatedAt              time.Time `json:"updated_at"`
-	WorkspaceId            int64     `json:"workspace_id"`
+	StripeWebhookSecretSet bool `json:"stripe_webhook_secret_set"`
+
+	// Timezone IANA time zone whose days the analytics count in (UTC by default).
+	//
+	// Examples: Europe/Paris
+	Timezone    *string   `json:"timezone,omitempty"`
+	UpdatedAt   time.Time `json:"updated_at"`
+	WorkspaceId int64     `json:"workspace_id"`
 }
 
 // DashProgramSettingsCommissionType defines model for DashProgramSettings.CommissionType.
@@ -2831,6 +2836,12 @@ type DashSettingsUpdate struct {
 
 	// StripeWebhookSecret Signing secret (`whsec_…`) of a processor webhook the brand added itself (`/webhooks/stripe/{programId}`); an empty string removes it. Write-only.
 	StripeWebhookSecret *string `json:"stripe_webhook_secret,omitempty"`
+
+	// Timezone IANA time zone name (such as Europe/Paris) whose days the
+	// analytics count in. A change recomputes the program's daily
+	// rollups in the same transaction, which takes time in
+	// proportion to the program's events.
+	Timezone *string `json:"timezone,omitempty"`
 }
 
 // DashSettingsUpdateCommissionType defines model for DashSettingsUpdate.CommissionType.

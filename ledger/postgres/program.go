@@ -44,7 +44,7 @@ const programFields = `
 	p.id, p.workspace_id, p.name, p.domain, p.commission_type, p.commission_rate,
 	p.duration_months, p.cookie_duration, p.lead_auth, p.hold_days, p.currency,
 	p.status, p.stripe_webhook_secret IS NOT NULL AS stripe_secret_set,
-	p.slug, p.partner_approval, p.created_at, p.updated_at`
+	p.slug, p.partner_approval, p.timezone, p.created_at, p.updated_at`
 
 type programRow struct {
 	ID              int64           `db:"id"`
@@ -62,6 +62,7 @@ type programRow struct {
 	StripeSecretSet bool            `db:"stripe_secret_set"`
 	Slug            string          `db:"slug"`
 	PartnerApproval string          `db:"partner_approval"`
+	Timezone        string          `db:"timezone"`
 	CreatedAt       time.Time       `db:"created_at"`
 	UpdatedAt       time.Time       `db:"updated_at"`
 	Masked          string          `db:"masked"`
@@ -85,6 +86,7 @@ func (r *programRow) program() *ledger.Program {
 		StripeSecretSet: r.StripeSecretSet,
 		Slug:            r.Slug,
 		PartnerApproval: r.PartnerApproval,
+		Timezone:        r.Timezone,
 		CreatedAt:       r.CreatedAt.UTC(),
 		UpdatedAt:       r.UpdatedAt.UTC(),
 	}

@@ -29,6 +29,33 @@ func (s *ProgramService) UpdateSettings(ctx context.Context, id int64, in ledger
 				return formatError(err)
 			}
 		}
+		tz, err := in.TimezoneSetting()
+		if err != nil {
+			return err
+		}
+		if tz != nil {
+			// Postgres must know the zone too: its tzdata may differ
+			// from Go's.
+			var known bool
+			if err := tx.GetContext(ctx, &known, `SELECT EXISTS (SELECT 1 FROM pg_timezone_names WHERE name = $1)`, *tz); err != nil {
+				return err
+			}
+			if !known {
+				return ledger.NewError(ledger.EInvalid, ledger.MsgTimezone)
+			}
+			var old string
+			if err := tx.GetContext(ctx, &old, `SELECT timezone FROM programs WHERE id = $1 FOR NO KEY UPDATE`, id); err != nil {
+				return formatError(err)
+			}
+			if old != *tz {
+				if _, err := tx.ExecContext(ctx, `UPDATE programs SET timezone = $2 WHERE id = $1`, id, *tz); err != nil {
+					return formatError(err)
+				}
+				if err := rebuildRollups(ctx, tx, id); err != nil {
+					return err
+				}
+			}
+		}
 		set, secret, err := in.StripeSecret()
 		if err != nil || !set {
 			return err

@@ -1,0 +1,349 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// RollupService checks and rebuilds the analytics rollups (migrations
+// 00016 and 00017) against the raw tables they count. It is the operator's
+// tool behind `partnerctl analytics verify` and `rebuild`.
+type RollupService struct {
+	db *DB
+}
+
+// NewRollupService returns the rollup checks over db.
+func NewRollupService(db *DB) *RollupService { return &RollupService{db: db} }
+
+// RollupDiff is one counter whose stored value is not what the raw tables
+// say. Currency is empty for the traffic and visitor tables; PartnerID and
+// LinkID are 0 for rollup_visitors_daily.
+type RollupDiff struct {
+	Table      string
+	Day        string // YYYY-MM-DD, the program's day
+	PartnerID  int64
+	LinkID     int64
+	Currency   string
+	Counter    string
+	Stored     int64
+	Recomputed int64
+}
+
+func (d RollupDiff) String() string {
+	key := fmt.Sprintf("day=%s", d.Day)
+	if d.Table != "rollup_visitors_daily" {
+		key += fmt.Sprintf(" partner=%d link=%d", d.PartnerID, d.LinkID)
+	}
+	if d.Currency != "" {
+		key += " currency=" + d.Currency
+	}
+	return fmt.Sprintf("%s %s %s: stored %d, recomputed %d", d.Table, key, d.Counter, d.Stored, d.Recomputed)
+}
+
+// rollupBounds is the program's timezone and the instants of its days
+// [$2, $3] (NULL: unbounded), the CTE every recomputation starts with, so
+// the raw tables are read by range on their timestamps.
+const rollupBounds = `b AS (
+	SELECT p.timezone AS tz,
+		COALESCE(($2::date)::timestamp AT TIME ZONE p.timezone, '-infinity') AS lo,
+		COALESCE((($3::date) + 1)::timestamp AT TIME ZONE p.timezone, 'infinity') AS hi
+	FROM programs p WHERE p.id = $1)`
+
+// The recomputations, from the raw tables, with the pinned semantics
+// (docs/analytics.md, "Rollups"): real rows only, the program's days, the
+// lead's and the sale's link their customer's. Each returns the counters
+// of program $1 for days [$2, $3].
+const (
+	recomputeTraffic = `WITH ` + rollupBounds + `,
+	cl AS (
+		SELECT (c.occurred_at AT TIME ZONE b.tz)::date AS day, COALESCE(c.partner_id, 0) AS partner_id,
+			COALESCE(c.link_id, 0) AS link_id, count(*) AS clicks, count(DISTINCT c.session_id) AS visitors,
+			0::bigint AS leads
+		FROM clicks c CROSS JOIN b
+		WHERE c.program_id = $1 AND NOT c.is_test AND c.occurred_at >= b.lo AND c.occurred_at < b.hi
+		GROUP BY 1, 2, 3
+	), ld AS (
+		SELECT (l.occurred_at AT TIME ZONE b.tz)::date, COALESCE(l.partner_id, 0), COALESCE(cu.link_id, 0),
+			0::bigint, 0::bigint, count(*)
+		FROM leads l LEFT JOIN customers cu ON cu.id = l.customer_id CROSS JOIN b
+		WHERE l.program_id = $1 AND NOT l.is_test AND l.settled_at IS NOT NULL
+			AND l.occurred_at >= b.lo AND l.occurred_at < b.hi
+		GROUP BY 1, 2, 3
+	)
+	SELECT day, partner_id, link_id, sum(clicks)::bigint AS clicks, sum(visitors)::bigint AS visitors,
+		sum(leads)::bigint AS leads
+	FROM (SELECT * FROM cl UNION ALL SELECT * FROM ld) x
+	GROUP BY 1, 2, 3`
+
+	recomputeVisitors = `WITH ` + rollupBounds + `
+	SELECT (c.occurred_at AT TIME ZONE b.tz)::date AS day, count(DISTINCT c.session_id) AS visitors
+	FROM clicks c CROSS JOIN b
+	WHERE c.program_id = $1 AND NOT c.is_test AND c.session_id IS NOT NULL
+		AND c.occurred_at >= b.lo AND c.occurred_at < b.hi
+	GROUP BY 1`
+
+	recomputeSessions = `WITH ` + rollupBounds + `,
+	s AS (
+		SELECT (c.occurred_at AT TIME ZONE b.tz)::date AS day, COALESCE(c.partner_id, 0) AS partner_id,
+			COALESCE(c.link_id, 0) AS link_id, c.session_id
+		FROM clicks c CROSS JOIN b
+		WHERE c.program_id = $1 AND NOT c.is_test AND c.session_id IS NOT NULL
+			AND c.occurred_at >= b.lo AND c.occurred_at < b.hi
+	)
+	SELECT DISTINCT day, partner_id, link_id, session_id FROM s
+	UNION
+	SELECT DISTINCT day, -1, -1, session_id FROM s`
+
+	recomputeSales = `WITH ` + rollupBounds + `,
+	sa AS (
+		SELECT (s.occurred_at AT TIME ZONE b.tz)::date AS day, COALESCE(s.partner_id, 0) AS partner_id,
+			COALESCE(cu.link_id, 0) AS link_id, s.currency, count(*) AS conversions,
+			sum(s.amount_cents) AS revenue_minor, 0::numeric AS commission_minor, 0::bigint AS refunds,
+			0::numeric AS refunded_minor
+		FROM sales s LEFT JOIN customers cu ON cu.id = s.customer_id CROSS JOIN b
+		WHERE s.program_id = $1 AND NOT s.is_test AND s.occurred_at >= b.lo AND s.occurred_at < b.hi
+		GROUP BY 1, 2, 3, 4
+	), cm AS (
+		SELECT (s.occurred_at AT TIME ZONE b.tz)::date, COALESCE(s.partner_id, 0), COALESCE(cu.link_id, 0),
+			c.currency, 0::bigint, 0::numeric, sum(c.amount_minor), 0::bigint, 0::numeric
+		FROM commissions c JOIN sales s ON s.id = c.sale_id
+		LEFT JOIN customers cu ON cu.id = s.customer_id CROSS JOIN b
+		WHERE s.program_id = $1 AND NOT s.is_test AND s.occurred_at >= b.lo AND s.occurred_at < b.hi
+		GROUP BY 1, 2, 3, 4
+	), rf AS (
+		SELECT (r.created_at AT TIME ZONE b.tz)::date, COALESCE(s.partner_id, 0), COALESCE(cu.link_id, 0),
+			s.currency, 0::bigint, 0::numeric, 0::numeric, count(*), sum(r.amount_cents)
+		FROM refunds r JOIN sales s ON s.id = r.sale_id
+		LEFT JOIN customers cu ON cu.id = s.customer_id CROSS JOIN b
+		WHERE s.program_id = $1 AND NOT s.is_test AND r.created_at >= b.lo AND r.created_at < b.hi
+		GROUP BY 1, 2, 3, 4
+	)
+	SELECT day, partner_id, link_id, currency, sum(conversions)::bigint AS conversions,
+		sum(revenue_minor)::bigint AS revenue_minor, sum(commission_minor)::bigint AS commission_minor,
+		sum(refunds)::bigint AS refunds, sum(refunded_minor)::bigint AS refunded_minor
+	FROM (SELECT * FROM sa UNION ALL SELECT * FROM cm UNION ALL SELECT * FROM rf) x
+	GROUP BY 1, 2, 3, 4`
+)
+
+// The stored rows of program $1 for days [$2, $3], in the recomputations'
+// shape.
+const (
+	storedTraffic = `SELECT day, partner_id, link_id, clicks, visitors, leads FROM rollup_traffic_daily
+	WHERE program_id = $1 AND day >= COALESCE($2::date, '-infinity') AND day <= COALESCE($3::date, 'infinity')`
+	storedVisitors = `SELECT day, visitors FROM rollup_visitors_daily
+	WHERE program_id = $1 AND day >= COALESCE($2::date, '-infinity') AND day <= COALESCE($3::date, 'infinity')`
+	storedSales = `SELECT day, partner_id, link_id, currency, conversions, revenue_minor, commission_minor, refunds,
+		refunded_minor FROM rollup_sales_daily
+	WHERE program_id = $1 AND day >= COALESCE($2::date, '-infinity') AND day <= COALESCE($3::date, 'infinity')`
+)
+
+// rollupTable describes one rollup table for the comparison: its key
+// columns (after day) and its counters, in the order the queries return
+// them.
+type rollupTable struct {
+	name      string
+	keys      int // key columns after day: partner_id, link_id[, currency]
+	counters  []string
+	stored    string
+	recompute string
+}
+
+var rollupTables = []rollupTable{
+	{"rollup_traffic_daily", 2, []string{"clicks", "visitors", "leads"}, storedTraffic, recomputeTraffic},
+	{"rollup_visitors_daily", 0, []string{"visitors"}, storedVisitors, recomputeVisitors},
+	{"rollup_sales_daily", 3, []string{"conversions", "revenue_minor", "commission_minor", "refunds", "refunded_minor"},
+		storedSales, recomputeSales},
+}
+
+// rollupKey is a row's key: day, partner, link, currency.
+type rollupKey struct {
+	day       string
+	partnerID int64
+	linkID    int64
+	currency  string
+}
+
+// readRollupRows reads a query of a table's shape into key → counters.
+func readRollupRows(ctx context.Context, tx *sqlx.Tx, t rollupTable, query string, args ...any) (map[rollupKey][]int64, error) {
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[rollupKey][]int64{}
+	for rows.Next() {
+		var k rollupKey
+		var day time.Time
+		counters := make([]int64, len(t.counters))
+		dest := []any{&day}
+		switch t.keys {
+		case 2:
+			dest = append(dest, &k.partnerID, &k.linkID)
+		case 3:
+			dest = append(dest, &k.partnerID, &k.linkID, &k.currency)
+		}
+		for i := range counters {
+			dest = append(dest, &counters[i])
+		}
+		if err := rows.Scan(dest...); err != nil {
+			return nil, err
+		}
+		k.day = day.Format(time.DateOnly)
+		out[k] = counters
+	}
+	return out, rows.Err()
+}
+
+// dateArg is a day bound for the queries: NULL when zero (unbounded).
+func dateArg(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.Format(time.DateOnly)
+}
+
+// VerifyRollups recomputes every counter of the program's days [from, to]
+// (zero: unbounded) from the raw tables and returns each one that differs
+// from the stored rollups (a missing row counts as zeros), sorted by table
+// and key. It reads both in one repeatable-read snapshot, so it can run
+// under load: the triggers write the rollups in the raw rows' transaction.
+func (s *RollupService) VerifyRollups(ctx context.Context, programID int64, from, to time.Time) (diffs []RollupDiff, err error) {
+	defer wrap(&err, "postgres.VerifyRollups(%d)", programID)
+	tx, err := s.db.BeginTxx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	var exists bool
+	if err := tx.GetContext(ctx, &exists, `SELECT EXISTS (SELECT 1 FROM programs WHERE id = $1)`, programID); err != nil {
+		return nil, err
+	}
+	if !exists {
+		return nil, notFound("program")
+	}
+	diffs = []RollupDiff{}
+	for _, t := range rollupTables {
+		stored, err := readRollupRows(ctx, tx, t, t.stored, programID, dateArg(from), dateArg(to))
+		if err != nil {
+			return nil, err
+		}
+		recomputed, err := readRollupRows(ctx, tx, t, t.recompute, programID, dateArg(from), dateArg(to))
+		if err != nil {
+			return nil, err
+		}
+		keys := make([]rollupKey, 0, len(stored)+len(recomputed))
+		for k := range stored {
+			keys = append(keys, k)
+		}
+		for k := range recomputed {
+			if _, ok := stored[k]; !ok {
+				keys = append(keys, k)
+			}
+		}
+		sort.Slice(keys, func(i, j int) bool {
+			a, b := keys[i], keys[j]
+			if a.day != b.day {
+				return a.day < b.day
+			}
+			if a.partnerID != b.partnerID {
+				return a.partnerID < b.partnerID
+			}
+			if a.linkID != b.linkID {
+				return a.linkID < b.linkID
+			}
+			return a.currency < b.currency
+		})
+		zero := make([]int64, len(t.counters))
+		for _, k := range keys {
+			have, want := stored[k], recomputed[k]
+			if have == nil {
+				have = zero
+			}
+			if want == nil {
+				want = zero
+			}
+			for i, c := range t.counters {
+				if have[i] != want[i] {
+					diffs = append(diffs, RollupDiff{Table: t.name, Day: k.day, PartnerID: k.partnerID, LinkID: k.linkID,
+						Currency: k.currency, Counter: c, Stored: have[i], Recomputed: want[i]})
+				}
+			}
+		}
+	}
+	return diffs, tx.Commit()
+}
+
+// RebuildRollups deletes and recomputes the rollups of the program
+// (programID 0: of every program, one transaction each) and returns the
+// programs rebuilt.
+func (s *RollupService) RebuildRollups(ctx context.Context, programID int64) (rebuilt []int64, err error) {
+	defer wrap(&err, "postgres.RebuildRollups(%d)", programID)
+	ids := []int64{programID}
+	if programID == 0 {
+		ids = nil
+		if err := s.db.SelectContext(ctx, &ids, `SELECT id FROM programs ORDER BY id`); err != nil {
+			return nil, err
+		}
+	}
+	for _, id := range ids {
+		err := s.db.Transact(ctx, func(tx *sqlx.Tx) error {
+			var exists bool
+			if err := tx.GetContext(ctx, &exists, `SELECT EXISTS (SELECT 1 FROM programs WHERE id = $1)`, id); err != nil {
+				return err
+			}
+			if !exists {
+				return notFound("program")
+			}
+			return rebuildRollups(ctx, tx, id)
+		})
+		if err != nil {
+			return rebuilt, err
+		}
+		rebuilt = append(rebuilt, id)
+	}
+	return rebuilt, nil
+}
+
+// rebuildRollups replaces the program's rollups by their recomputation,
+// in tx (read committed). It first takes the program's rollup lock
+// exclusively: the triggers take it shared before they write, so the
+// rebuild waits for the writers in flight to commit (their rows are then
+// visible to the recomputation, which takes its snapshot after the lock)
+// and holds new ones back until it commits (their rows, not visible to
+// it, are then added by their own triggers, whose statements take their
+// snapshots after the lock and so see a new timezone: every write path
+// runs in read committed). Click batches of the
+// program wait for the length of the rebuild, which is proportional to
+// the program's events; other programs are not held.
+func rebuildRollups(ctx context.Context, tx *sqlx.Tx, programID int64) error {
+	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(17, ($1::bigint & 2147483647)::int)`, programID); err != nil {
+		return err
+	}
+	for _, table := range []string{"rollup_traffic_daily", "rollup_sessions", "rollup_visitors_daily", "rollup_sales_daily"} {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE program_id = $1`, programID); err != nil {
+			return err
+		}
+	}
+	for _, q := range []string{
+		`INSERT INTO rollup_traffic_daily (program_id, day, partner_id, link_id, clicks, visitors, leads)
+		SELECT $1, day, partner_id, link_id, clicks, visitors, leads FROM (` + recomputeTraffic + `) x`,
+		`INSERT INTO rollup_sessions (program_id, day, partner_id, link_id, session_id)
+		SELECT $1, day, partner_id, link_id, session_id FROM (` + recomputeSessions + `) x`,
+		`INSERT INTO rollup_visitors_daily (program_id, day, visitors)
+		SELECT $1, day, visitors FROM (` + recomputeVisitors + `) x`,
+		`INSERT INTO rollup_sales_daily (program_id, day, partner_id, link_id, currency, conversions, revenue_minor,
+			commission_minor, refunds, refunded_minor)
+		SELECT $1, day, partner_id, link_id, currency, conversions, revenue_minor, commission_minor, refunds,
+			refunded_minor FROM (` + recomputeSales + `) x`,
+	} {
+		if _, err := tx.ExecContext(ctx, q, programID, nil, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}

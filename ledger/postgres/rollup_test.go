@@ -1,0 +1,458 @@
+package postgres_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/partnertrack/partnertrack/ledger"
+	"github.com/partnertrack/partnertrack/ledger/postgres"
+	"github.com/partnertrack/partnertrack/ledger/postgres/pgtest"
+)
+
+// rollupBundle is the ledger over a fresh database with the click store,
+// the rollup checks and one program world.
+type rollupBundle struct {
+	*ledgerBundle
+	traffic *postgres.TrafficStore
+	rollups *postgres.RollupService
+	w       saleWorld
+}
+
+func setupRollups(t *testing.T) *rollupBundle {
+	t.Helper()
+	b := setupLedger(t, "0")
+	return &rollupBundle{ledgerBundle: b, traffic: postgres.NewTrafficStore(b.db.DB),
+		rollups: postgres.NewRollupService(b.db.DB), w: b.MustWorld(t, programInput("recurring_percent", "10", "USD", 0, 30))}
+}
+
+// click is a real click of the world's partner and link at `at`.
+func (b *rollupBundle) click(at time.Time, session string) ledger.Click {
+	id := ledger.NewClickID(at)
+	occurred, _ := ledger.ClickTime(id)
+	partner, link := b.w.partnerID, b.w.linkID
+	return ledger.Click{ID: id, OccurredAt: occurred, ProgramID: b.w.program.ID, PartnerID: &partner, LinkID: &link,
+		SessionID: session}
+}
+
+func (b *rollupBundle) mustWrite(tb testing.TB, clicks ...ledger.Click) int {
+	tb.Helper()
+	n, err := b.traffic.WriteClicks(context.Background(), clicks)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return n
+}
+
+// traffic reads the program's traffic counters summed over its rows as
+// "clicks visitors leads", and the program-wide visitors.
+func (b *rollupBundle) traffic3(tb testing.TB) string {
+	tb.Helper()
+	var clicks, visitors, leads, program int64
+	if err := b.db.QueryRow(`SELECT COALESCE(sum(clicks), 0), COALESCE(sum(visitors), 0), COALESCE(sum(leads), 0),
+		(SELECT COALESCE(sum(visitors), 0) FROM rollup_visitors_daily WHERE program_id = $1)
+		FROM rollup_traffic_daily WHERE program_id = $1`, b.w.program.ID).Scan(&clicks, &visitors, &leads, &program); err != nil {
+		tb.Fatal(err)
+	}
+	return fmt.Sprintf("clicks=%d visitors=%d leads=%d program_visitors=%d", clicks, visitors, leads, program)
+}
+
+// sales reads the program's sales counters per currency, as
+// "CUR conversions revenue commission refunds refunded" lines.
+func (b *rollupBundle) salesRollup(tb testing.TB) string {
+	tb.Helper()
+	rows, err := b.db.Query(`SELECT currency, sum(conversions), sum(revenue_minor), sum(commission_minor), sum(refunds),
+		sum(refunded_minor) FROM rollup_sales_daily WHERE program_id = $1 GROUP BY currency ORDER BY currency`, b.w.program.ID)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var cur string
+		var n, rev, com, refunds, refunded int64
+		if err := rows.Scan(&cur, &n, &rev, &com, &refunds, &refunded); err != nil {
+			tb.Fatal(err)
+		}
+		out = append(out, fmt.Sprintf("%s conv=%d rev=%d com=%d refunds=%d refunded=%d", cur, n, rev, com, refunds, refunded))
+	}
+	if err := rows.Err(); err != nil {
+		tb.Fatal(err)
+	}
+	return strings.Join(out, "; ")
+}
+
+// commissionSum is what the program's commissions in cur carry now.
+func (b *rollupBundle) commissionSum(tb testing.TB, cur string) int64 {
+	tb.Helper()
+	var n int64
+	if err := b.db.QueryRow(`SELECT COALESCE(sum(amount_minor), 0) FROM commissions WHERE program_id = $1 AND currency = $2`,
+		b.w.program.ID, cur).Scan(&n); err != nil {
+		tb.Fatal(err)
+	}
+	return n
+}
+
+// mustVerify fails unless the rollups match the raw tables.
+func (b *rollupBundle) mustVerify(tb testing.TB) {
+	tb.Helper()
+	diffs, err := b.rollups.VerifyRollups(context.Background(), b.w.program.ID, time.Time{}, time.Time{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, d := range diffs {
+		tb.Errorf("difference: %s", d)
+	}
+}
+
+func assertEq(tb testing.TB, what, got, want string) {
+	tb.Helper()
+	if got != want {
+		tb.Fatalf("%s: got %q, want %q", what, got, want)
+	}
+}
+
+func TestRollupClicks(t *testing.T) {
+	b := setupRollups(t)
+	now := b.clock.Now()
+	batch := []ledger.Click{b.click(now, "s1"), b.click(now, "s1"), b.click(now, "s2"), b.click(now, "")}
+	test := b.click(now, "s3")
+	test.IsTest = true
+	batch = append(batch, test)
+	if n := b.mustWrite(t, batch...); n != 5 {
+		t.Fatalf("stored %d clicks, want 5", n)
+	}
+	assertEq(t, "after a batch", b.traffic3(t), "clicks=4 visitors=2 leads=0 program_visitors=2")
+
+	// The batch redelivered, and a duplicate click with a new one: only
+	// the new one counts.
+	if n := b.mustWrite(t, batch...); n != 0 {
+		t.Fatalf("redelivered batch stored %d clicks, want 0", n)
+	}
+	b.mustWrite(t, batch[0], b.click(now, "s4"))
+	assertEq(t, "after a redelivery", b.traffic3(t), "clicks=5 visitors=3 leads=0 program_visitors=3")
+
+	// A session seen on another link is one more visitor of that link,
+	// not of the program.
+	other, err := b.partners.CreateLink(context.Background(), b.w.program.ID, b.w.partnerID, "other-link", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := b.click(now, "s1")
+	c.LinkID = &other.ID
+	b.mustWrite(t, c)
+	assertEq(t, "another link", b.traffic3(t), "clicks=6 visitors=4 leads=0 program_visitors=3")
+	b.mustVerify(t)
+}
+
+func TestRollupLeads(t *testing.T) {
+	b := setupRollups(t)
+	cust := b.MustCustomerKey(t, b.w, "cust-1")
+	cust2 := b.MustCustomerKey(t, b.w, "cust-2")
+	cust3 := b.MustCustomerKey(t, b.w, "cust-3")
+	now := b.clock.Now()
+	var provisional int64
+	if err := b.db.QueryRow(`INSERT INTO leads (program_id, customer_id, partner_id, mode, provisional, occurred_at)
+		VALUES ($1, $2, $3, 'browser', true, $4) RETURNING id`, b.w.program.ID, cust, b.w.partnerID, now).Scan(&provisional); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.db.Exec(`INSERT INTO leads (program_id, customer_id, partner_id, mode, settled_at, occurred_at, is_test)
+		VALUES ($1, $2, $3, 'server', $4, $4, false), ($1, $5, $3, 'server', $4, $4, true)`,
+		b.w.program.ID, cust2, b.w.partnerID, now, cust3); err != nil {
+		t.Fatal(err)
+	}
+	assertEq(t, "settled and provisional", b.traffic3(t), "clicks=3 visitors=0 leads=1 program_visitors=0")
+	if _, err := b.db.Exec(`UPDATE leads SET settled_at = $2, settled_by = 'processor_payment' WHERE id = $1`, provisional, now); err != nil {
+		t.Fatal(err)
+	}
+	// An update that settles nothing moves nothing.
+	if _, err := b.db.Exec(`UPDATE leads SET converted = true WHERE program_id = $1`, b.w.program.ID); err != nil {
+		t.Fatal(err)
+	}
+	assertEq(t, "after settling", b.traffic3(t), "clicks=3 visitors=0 leads=2 program_visitors=0")
+	var link int64
+	if err := b.db.QueryRow(`SELECT link_id FROM rollup_traffic_daily WHERE program_id = $1 AND leads > 0`, b.w.program.ID).Scan(&link); err != nil {
+		t.Fatal(err)
+	}
+	if link != b.w.linkID {
+		t.Fatalf("leads counted on link %d, want the customer's link %d", link, b.w.linkID)
+	}
+	b.mustVerify(t)
+}
+
+func TestRollupSalesRefundsCommissions(t *testing.T) {
+	b := setupRollups(t)
+	ctx := context.Background()
+	click := b.MustClick(t, b.w, b.w.partnerID)
+	b.MustSale(t, b.w, sale{txn: "t1", clickID: click, amount: 10000})
+	s2 := b.MustSale(t, b.w, sale{txn: "t2", clickID: click, amount: 5000})
+	s3 := b.MustSale(t, b.w, sale{txn: "t3", clickID: click, amount: 2000})
+	b.MustSale(t, b.w, sale{txn: "t4", clickID: click, amount: 3000, currency: "EUR"})
+	// A retried sale adds nothing.
+	if _, err := b.sales.RecordSale(ctx, sale{txn: "t1", clickID: click, amount: 10000}.request(b.w.program.ID)); err == nil {
+		t.Log("retried sale answered without error")
+	}
+	assertEq(t, "sales", b.salesRollup(t),
+		"EUR conv=1 rev=3000 com=300 refunds=0 refunded=0; USD conv=3 rev=17000 com=1700 refunds=0 refunded=0")
+
+	// A partial refund, its retry, and a full refund of another sale.
+	refund := ledger.RefundInput{ProgramID: b.w.program.ID, TransactionID: "t1", AmountCents: 4000, RefundID: "r1"}
+	for range 2 {
+		if _, err := b.refunds.ApplyRefund(ctx, refund); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := b.refunds.ApplyRefund(ctx, ledger.RefundInput{ProgramID: b.w.program.ID, TransactionID: "t2"}); err != nil {
+		t.Fatal(err)
+	}
+	// The commissions carry their reduced amounts (the refund rules are
+	// the ledger's); the rollup holds what they carry now.
+	usd := b.commissionSum(t, "USD")
+	if usd >= 1700 {
+		t.Fatalf("refunds reduced no commission: %d", usd)
+	}
+	assertEq(t, "refunds", b.salesRollup(t), fmt.Sprintf(
+		"EUR conv=1 rev=3000 com=300 refunds=0 refunded=0; USD conv=3 rev=17000 com=%d refunds=2 refunded=9000", usd))
+	if c := b.MustCommission(t, *s2.CommissionID); c.AmountMinor != 0 {
+		t.Fatalf("fully refunded sale's commission is %d", c.AmountMinor)
+	}
+
+	// A rejected commission and an approved one.
+	var owner int64
+	if err := b.db.QueryRow(`SELECT id FROM users WHERE email = 'owner@acme.example'`).Scan(&owner); err != nil {
+		t.Fatal(err)
+	}
+	review := postgres.NewCommissionReviewService(b.db.DB, nil, discard)
+	if _, err := review.RejectCommission(ctx, b.w.program.ID, *s3.CommissionID, owner, "fraud"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.db.Exec(`UPDATE commissions SET status = 'approved', approved_at = now() WHERE program_id = $1 AND status = 'pending'`,
+		b.w.program.ID); err != nil {
+		t.Fatal(err)
+	}
+	if c := b.MustCommission(t, *s3.CommissionID); c.AmountMinor != 0 || usd-b.commissionSum(t, "USD") != 200 {
+		t.Fatalf("rejected commission carries %d", c.AmountMinor)
+	}
+	assertEq(t, "rejection", b.salesRollup(t), fmt.Sprintf(
+		"EUR conv=1 rev=3000 com=300 refunds=0 refunded=0; USD conv=3 rev=17000 com=%d refunds=2 refunded=9000", usd-200))
+	b.mustVerify(t)
+}
+
+func TestRollupTimezone(t *testing.T) {
+	b := setupRollups(t)
+	ctx := context.Background()
+	if _, err := b.db.Exec(`UPDATE programs SET timezone = 'Asia/Ho_Chi_Minh' WHERE id = $1`, b.w.program.ID); err != nil {
+		t.Fatal(err)
+	}
+	late := time.Date(2026, 3, 9, 23, 30, 0, 0, time.UTC)
+	b.mustWrite(t, b.click(late, "s1"), b.click(late.Add(-2*time.Hour), "s2"))
+	days := func() string {
+		t.Helper()
+		rows, err := b.db.Query(`SELECT day, clicks FROM rollup_traffic_daily WHERE program_id = $1 ORDER BY day`, b.w.program.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var out []string
+		for rows.Next() {
+			var day time.Time
+			var n int64
+			if err := rows.Scan(&day, &n); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, fmt.Sprintf("%s:%d", day.Format(time.DateOnly), n))
+		}
+		return strings.Join(out, " ")
+	}
+	// 23:30 UTC is 06:30 the next day in Ho Chi Minh City (UTC+7); 21:30
+	// UTC is 04:30 the next day too.
+	assertEq(t, "Ho Chi Minh days", days(), "2026-03-10:2")
+	b.mustVerify(t)
+
+	// A change of timezone rebuilds the program's rollups.
+	in := ledger.SettingsInput{Timezone: ledger.Some("America/New_York")}
+	p, err := b.programs.UpdateSettings(ctx, b.w.program.ID, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Timezone != "America/New_York" {
+		t.Fatalf("timezone %q", p.Timezone)
+	}
+	assertEq(t, "New York days", days(), "2026-03-09:2")
+	b.mustVerify(t)
+	for _, bad := range []string{"Mars/Olympus", "Local", "", "UTC+3"} {
+		_, err := b.programs.UpdateSettings(ctx, b.w.program.ID, ledger.SettingsInput{Timezone: ledger.Some(bad)})
+		if ledger.ErrorCode(err) != ledger.EInvalid || !strings.Contains(err.Error(), ledger.MsgTimezone) {
+			t.Errorf("timezone %q: %v, want %s", bad, err, ledger.MsgTimezone)
+		}
+	}
+}
+
+func TestRollupVerifyAndRebuild(t *testing.T) {
+	b := setupRollups(t)
+	ctx := context.Background()
+	now := b.clock.Now()
+	b.mustWrite(t, b.click(now, "s1"), b.click(now, "s2"))
+	click := b.MustClick(t, b.w, b.w.partnerID)
+	b.MustSale(t, b.w, sale{txn: "t1", clickID: click, amount: 10000})
+	b.mustVerify(t)
+
+	// Tamper with a rollup row, drop another: verify names both.
+	if _, err := b.db.Exec(`UPDATE rollup_traffic_daily SET clicks = clicks + 5 WHERE program_id = $1`, b.w.program.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.db.Exec(`DELETE FROM rollup_sales_daily WHERE program_id = $1`, b.w.program.ID); err != nil {
+		t.Fatal(err)
+	}
+	diffs, err := b.rollups.VerifyRollups(ctx, b.w.program.ID, time.Time{}, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, d := range diffs {
+		got = append(got, d.Table+"."+d.Counter+fmt.Sprintf(" %d→%d", d.Stored, d.Recomputed))
+	}
+	want := "rollup_traffic_daily.clicks 8→3 | rollup_sales_daily.conversions 0→1 | " +
+		"rollup_sales_daily.revenue_minor 0→10000 | rollup_sales_daily.commission_minor 0→1000"
+	assertEq(t, "differences", strings.Join(got, " | "), want)
+
+	// Outside the days asked, no difference.
+	day := now.AddDate(0, 0, -10)
+	diffs, err = b.rollups.VerifyRollups(ctx, b.w.program.ID, day, day)
+	if err != nil || len(diffs) != 0 {
+		t.Fatalf("verify of another day: %v, %v", diffs, err)
+	}
+
+	rebuilt, err := b.rollups.RebuildRollups(ctx, 0)
+	if err != nil || len(rebuilt) == 0 {
+		t.Fatalf("rebuild: %v, %v", rebuilt, err)
+	}
+	b.mustVerify(t)
+	// The rebuilt sessions keep counting exactly once.
+	b.mustWrite(t, b.click(now, "s1"), b.click(now, "s9"))
+	b.mustVerify(t)
+	if _, err := b.rollups.VerifyRollups(ctx, 1<<40, time.Time{}, time.Time{}); ledger.ErrorCode(err) != ledger.ENotFound {
+		t.Fatalf("unknown program: %v", err)
+	}
+}
+
+// TestRollupConcurrentWriters runs click batches (overlapping, so some
+// are redeliveries), sales and rebuilds in parallel: the rollups match
+// the raw tables after, and no writer deadlocked.
+func TestRollupConcurrentWriters(t *testing.T) {
+	b := setupRollups(t)
+	ctx := context.Background()
+	now := b.clock.Now()
+	var batches [][]ledger.Click
+	for i := range 12 {
+		var batch []ledger.Click
+		for j := range 40 {
+			batch = append(batch, b.click(now.Add(-time.Duration(j)*time.Hour), fmt.Sprintf("s%d", (i*7+j)%25)))
+		}
+		batches = append(batches, batch)
+	}
+	click := b.MustClick(t, b.w, b.w.partnerID)
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for i := range 24 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// Each batch is written twice, by two goroutines.
+			if _, err := b.traffic.WriteClicks(ctx, batches[i%12]); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	for i := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s := sale{txn: fmt.Sprintf("c%d", i%8), clickID: click, amount: int64(1000 + i%8)}
+			if _, err := b.sales.RecordSale(ctx, s.request(b.w.program.ID)); err != nil && ledger.ErrorCode(err) != ledger.EDuplicateTransaction {
+				errs <- err
+			}
+		}()
+	}
+	// Rebuilds run among the writers: each waits for the writers in
+	// flight and holds back the next ones, so nothing is lost or doubled.
+	for range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := b.rollups.RebuildRollups(ctx, b.w.program.ID); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	assertEq(t, "clicks", strings.Fields(b.traffic3(t))[0], "clicks=481")
+	b.mustVerify(t)
+}
+
+// BenchmarkWriteClicksRollups is BenchmarkWriteClicks with the rollup
+// trigger on and off, in one run over one database: batches of 42 clicks
+// from four writers, each click a new session (the worst case for
+// rollup_sessions). Compare the clicks/s of the two sub-benchmarks; the
+// order alternates so neither always runs on the warmer database.
+func BenchmarkWriteClicksRollups(b *testing.B) {
+	tb := bundleOn(pgtest.New(b))
+	p := MustProgram(b, tb)
+	ctx := context.Background()
+	pa, err := tb.partners.EnrollPartner(ctx, p.ID, "pat@partner.example", "Pat")
+	if err != nil {
+		b.Fatal(err)
+	}
+	l, err := tb.partners.CreateLink(ctx, p.ID, pa.ID, "pat", true)
+	if err != nil {
+		b.Fatal(err)
+	}
+	w := trafficWorld{program: p, partner: pa, link: l, store: postgres.NewTrafficStore(tb.db.DB)}
+	var seq atomic.Int64
+	write := func(b *testing.B) {
+		const batchSize = 42
+		b.SetParallelism(2) // 4 writers on two cores
+		b.ResetTimer()
+		b.RunParallel(func(pb *testing.PB) {
+			batch := make([]ledger.Click, batchSize)
+			for pb.Next() {
+				now := time.Now()
+				for i := range batch {
+					batch[i] = w.click(now)
+					batch[i].SessionID = fmt.Sprintf("sess_%d", seq.Add(1))
+				}
+				if n, err := w.store.WriteClicks(ctx, batch); err != nil || n != batchSize {
+					b.Fatalf("wrote %d of %d: %v", n, batchSize, err)
+				}
+			}
+		})
+		b.ReportMetric(float64(b.N*batchSize)/b.Elapsed().Seconds(), "clicks/s")
+	}
+	trigger := func(b *testing.B, on bool) {
+		q := `ALTER TABLE clicks DISABLE TRIGGER clicks_rollup`
+		if on {
+			q = `ALTER TABLE clicks ENABLE TRIGGER clicks_rollup`
+		}
+		if _, err := tb.db.Exec(q); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for round := range 2 {
+		for _, on := range []bool{round == 0, round != 0} {
+			name := "rollups=off"
+			if on {
+				name = "rollups=on"
+			}
+			b.Run(name, func(b *testing.B) { trigger(b, on); write(b) })
+		}
+	}
+	trigger(b, true)
+}
