@@ -251,3 +251,147 @@ func TestPerformanceTimezoneAndVND(t *testing.T) {
 			"previousPeriod": {"dateFrom": "2026-02-26", "dateTo": "2026-03-04"}, "currency": "VND"}
 	}`)
 }
+
+// mustPartnerWithLink enrolls a partner in the program with one link.
+func mustPartnerWithLink(t *testing.T, b *testBundle, programID int64, name, code string) (partnerID, linkID int64) {
+	t.Helper()
+	d := mustOK(t, do(t, b.app, req{"POST", "/api/operator/v1/programs/" + itoa(programID) + "/partners",
+		map[string]any{"email": code + "@partner.example", "name": name}, operator()}), 201)
+	partnerID = id(d["id"])
+	d = mustOK(t, do(t, b.app, req{"POST", "/api/operator/v1/programs/" + itoa(programID) + "/links",
+		map[string]any{"partner_id": partnerID, "code": code}, operator()}), 201)
+	return partnerID, id(d["id"])
+}
+
+func TestPerformanceGroupBy(t *testing.T) {
+	b := setup(t)
+	b.clock.Set(time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC))
+	w := MustWorld(t, b.app)
+	a, al := w.partnerID, w.linkID // "Pat"
+	bp, bl := mustPartnerWithLink(t, b, w.programID, "Bea", "bea")
+	cp, cl := mustPartnerWithLink(t, b, w.programID, "Cy", "cy")
+	// A second link of Bea's.
+	d := mustOK(t, do(t, b.app, req{"POST", "/api/operator/v1/programs/" + itoa(w.programID) + "/links",
+		map[string]any{"partner_id": bp, "code": "bea2"}, operator()}), 201)
+	bl2 := id(d["id"])
+	mustRollups(t, b, w.programID, []rollupTraffic{
+		{day: "2026-03-09", partner: a, link: al, clicks: 1, visitors: 1},
+		{day: "2026-03-09", partner: bp, link: bl, clicks: 6, visitors: 5, leads: 1},
+		{day: "2026-03-10", partner: bp, link: bl2, clicks: 4, visitors: 4, leads: 1},
+		{day: "2026-03-10", partner: cp, link: cl, clicks: 100, visitors: 90, leads: 3},
+		{day: "2026-03-10", clicks: 1000, visitors: 1000},        // none: never a group
+		{day: "2026-03-01", partner: cp, link: cl, clicks: 5000}, // outside the window
+	}, []rollupSales{
+		{day: "2026-03-09", partner: a, link: al, currency: "USD", conversions: 1, revenue: 5000, commission: 1500},
+		{day: "2026-03-10", partner: bp, link: bl2, currency: "USD", conversions: 2, revenue: 5000, commission: 1500},
+		{day: "2026-03-10", partner: cp, link: cl, currency: "EUR", conversions: 1, revenue: 90000, commission: 27000},
+		{day: "2026-03-10", currency: "USD", conversions: 9, revenue: 900000}, // none
+	}, nil)
+	pat := `{"id": ` + itoa(a) + `, "name": "Pat", "email": "` + "pat" + itoa(worldNumber(t, b, a)) + `@partner.example", "clicks": 1, "visitors": 1, "leads": 0, "conversions": 1,
+		"revenue": 50, "revenueByCurrency": {"USD": 50}, "commission": 15, "commissionByCurrency": {"USD": 15},
+		"conversionRate": 100, "averageOrderValue": 50}`
+	bea := `{"id": ` + itoa(bp) + `, "name": "Bea", "email": "bea@partner.example", "clicks": 10, "visitors": 9, "leads": 2, "conversions": 2,
+		"revenue": 50, "revenueByCurrency": {"USD": 50}, "commission": 15, "commissionByCurrency": {"USD": 15},
+		"conversionRate": 20, "averageOrderValue": 25}`
+	cy := `{"id": ` + itoa(cp) + `, "name": "Cy", "email": "cy@partner.example", "clicks": 100, "visitors": 90, "leads": 3, "conversions": 1,
+		"revenue": 0, "revenueByCurrency": {"EUR": 900}, "commission": 0, "commissionByCurrency": {"EUR": 270},
+		"conversionRate": 1, "averageOrderValue": 0}`
+	meta := func(groupBy string, limit int) string {
+		return `"meta": {"period": "7d", "dateFrom": "2026-03-04", "dateTo": "2026-03-10",
+			"previousPeriod": {"dateFrom": "2026-02-25", "dateTo": "2026-03-03"}, "currency": "USD",
+			"groupBy": "` + groupBy + `", "limit": ` + itoa(int64(limit)) + `}`
+	}
+	t.Run("PartnersByRevenueThenClicks", func(t *testing.T) {
+		mustPerformance(t, b, w.ownerToken, w.programID, "?groupBy=partner", `{"data": [`+bea+`, `+pat+`, `+cy+`], `+meta("partner", 10)+`}`)
+	})
+	t.Run("Limit", func(t *testing.T) {
+		mustPerformance(t, b, w.ownerToken, w.programID, "?groupBy=partner&limit=2", `{"data": [`+bea+`, `+pat+`], `+meta("partner", 2)+`}`)
+	})
+	t.Run("Links", func(t *testing.T) {
+		link := func(id, partner int64, code string, clicks, visitors, leads, conv int64, rev, com, rate, aov string) string {
+			return `{"id": ` + itoa(id) + `, "code": "` + code + `", "partnerId": ` + itoa(partner) + `, "clicks": ` + itoa(clicks) +
+				`, "visitors": ` + itoa(visitors) + `, "leads": ` + itoa(leads) + `, "conversions": ` + itoa(conv) + `, ` + rev + `, ` + com +
+				`, "conversionRate": ` + rate + `, "averageOrderValue": ` + aov + `}`
+		}
+		none := `"revenue": 0, "revenueByCurrency": {}`
+		noneCom := `"commission": 0, "commissionByCurrency": {}`
+		usd50 := `"revenue": 50, "revenueByCurrency": {"USD": 50}`
+		usd15 := `"commission": 15, "commissionByCurrency": {"USD": 15}`
+		// Ties on revenue (bea2, pat) go to clicks; then Cy's link (EUR only) by clicks over bea's first link.
+		mustPerformance(t, b, w.ownerToken, w.programID, "?groupBy=link&limit=4&period=7d", `{"data": [
+			`+link(bl2, bp, "bea2", 4, 4, 1, 2, usd50, usd15, "50", "25")+`,
+			`+link(al, a, "pat"+itoa(w.programID), 1, 1, 0, 1, usd50, usd15, "100", "50")+`,
+			`+link(cl, cp, "cy", 100, 90, 3, 1, `"revenue": 0, "revenueByCurrency": {"EUR": 900}`, `"commission": 0, "commissionByCurrency": {"EUR": 270}`, "1", "0")+`,
+			`+link(bl, bp, "bea", 6, 5, 1, 0, none, noneCom, "0", "0")+`
+		], `+meta("link", 4)+`}`)
+	})
+	t.Run("Empty", func(t *testing.T) {
+		mustPerformance(t, b, w.ownerToken, w.programID, "?groupBy=partner&dateFrom=2025-01-01&dateTo=2025-01-31", `{"data": [],
+			"meta": {"period": "custom", "dateFrom": "2025-01-01", "dateTo": "2025-01-31",
+				"previousPeriod": {"dateFrom": "2024-12-01", "dateTo": "2024-12-31"}, "currency": "USD", "groupBy": "partner", "limit": 10}}`)
+	})
+}
+
+// worldNumber is the n of MustWorld's "pat<n>@partner.example".
+func worldNumber(t *testing.T, b *testBundle, partnerID int64) int64 {
+	t.Helper()
+	var n int64
+	if err := b.db.QueryRow(`SELECT substring(email FROM 'pat([0-9]+)@')::bigint FROM partners WHERE id = $1`, partnerID).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestPerformanceRefusals(t *testing.T) {
+	b := setup(t)
+	w := MustWorld(t, b.app)
+	other := MustWorld(t, b.app)
+	path := "/api/tracking/performance/"
+	tests := []struct {
+		desc   string
+		path   string
+		token  string
+		status int
+		msg    string
+	}{
+		{"ErrPeriod", "?period=1y", w.ownerToken, 400, "period must be one of: 7d, 30d, 90d, all"},
+		{"ErrDateFrom", "?dateFrom=2026-3-1&dateTo=2026-03-02", w.ownerToken, 400, "dateFrom must be a date (YYYY-MM-DD)"},
+		{"ErrDateTo", "?dateFrom=2026-03-01&dateTo=tomorrow", w.ownerToken, 400, "dateTo must be a date (YYYY-MM-DD)"},
+		{"ErrDatePair", "?dateFrom=2026-03-01", w.ownerToken, 400, "dateFrom and dateTo must be given together"},
+		{"ErrDateOrder", "?dateFrom=2026-03-02&dateTo=2026-03-01", w.ownerToken, 400, "dateFrom must not be later than dateTo"},
+		{"ErrRange", "?dateFrom=2025-01-01&dateTo=2026-01-02", w.ownerToken, 400, "the range from dateFrom to dateTo must not exceed 366 days"},
+		{"ErrGroupBy", "?groupBy=day", w.ownerToken, 400, "groupBy must be one of: partner, link"},
+		{"ErrLimit", "?groupBy=partner&limit=101", w.ownerToken, 400, "limit must be an integer from 1 to 100"},
+		{"ErrLimitText", "?limit=ten", w.ownerToken, 400, "limit must be an integer from 1 to 100"},
+		{"ErrNotMember", "", other.ownerToken, 403, "you are not a member of this program's workspace"},
+		{"ErrNoSession", "", "", 401, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.desc, func(t *testing.T) {
+			h := bearer(tt.token)
+			if tt.token == "" {
+				h = nil
+			}
+			r := do(t, b.app, req{"GET", path + itoa(w.programID) + tt.path, nil, h})
+			if r.Status != tt.status {
+				t.Fatalf("status %d, want %d: %s", r.Status, tt.status, r.Raw)
+			}
+			if r.Header.Get("X-Request-ID") == "" {
+				t.Fatal("no X-Request-ID")
+			}
+			if tt.msg != "" {
+				if got := r.Body["error"].(map[string]any)["message"]; got != tt.msg {
+					t.Fatalf("message %q, want %q", got, tt.msg)
+				}
+			}
+		})
+	}
+	t.Run("ErrNoProgram", func(t *testing.T) {
+		for _, p := range []string{"999999999", "0", "x"} {
+			r := do(t, b.app, req{"GET", path + p, nil, bearer(w.ownerToken)})
+			if r.Status != 404 {
+				t.Fatalf("%s: status %d: %s", p, r.Status, r.Raw)
+			}
+		}
+	})
+}
