@@ -90,28 +90,24 @@ func earliestValid(a, b sql.NullTime) time.Time {
 // kind: traffic per day, sales per day and currency, the program's
 // visitors per day, the active partners per day of the window and over
 // the window (day NULL). A partner is active on a day when a rollup row
-// of it has a non-zero counter.
+// of it has a non-zero counter. Each table is summed straight from its
+// primary key range (no materialized copy of the rows); only the active
+// (day, partner) pairs of the window are kept apart.
 const seriesQuery = `
-	WITH t AS (
-		SELECT day, partner_id, clicks, visitors, leads FROM rollup_traffic_daily
-		WHERE program_id = $1 AND day BETWEEN $2 AND $4
-	), s AS (
-		SELECT day, partner_id, currency, conversions, revenue_minor, commission_minor, refunds, refunded_minor
-		FROM rollup_sales_daily
-		WHERE program_id = $1 AND day BETWEEN $2 AND $4
-	), active AS (
-		SELECT day, partner_id FROM t
-		WHERE partner_id <> 0 AND day >= $3 AND (clicks <> 0 OR visitors <> 0 OR leads <> 0)
+	WITH active AS (
+		SELECT day, partner_id FROM rollup_traffic_daily
+		WHERE program_id = $1 AND day BETWEEN $3 AND $4 AND partner_id <> 0
+			AND (clicks <> 0 OR visitors <> 0 OR leads <> 0)
 		UNION
-		SELECT day, partner_id FROM s
-		WHERE partner_id <> 0 AND day >= $3
+		SELECT day, partner_id FROM rollup_sales_daily
+		WHERE program_id = $1 AND day BETWEEN $3 AND $4 AND partner_id <> 0
 			AND (conversions <> 0 OR revenue_minor <> 0 OR commission_minor <> 0 OR refunds <> 0 OR refunded_minor <> 0)
 	)
 	SELECT 't' AS kind, day, '' AS currency, sum(clicks)::numeric AS a, sum(leads)::numeric AS b, 0::numeric AS c, 0::numeric AS d
-		FROM t GROUP BY day
+		FROM rollup_traffic_daily WHERE program_id = $1 AND day BETWEEN $2 AND $4 GROUP BY day
 	UNION ALL
 	SELECT 's', day, currency, sum(conversions), sum(revenue_minor), sum(commission_minor), 0
-		FROM s GROUP BY day, currency
+		FROM rollup_sales_daily WHERE program_id = $1 AND day BETWEEN $2 AND $4 GROUP BY day, currency
 	UNION ALL
 	SELECT 'v', day, '', visitors, 0, 0, 0
 		FROM rollup_visitors_daily WHERE program_id = $1 AND day BETWEEN $3 AND $4
