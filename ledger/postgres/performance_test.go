@@ -104,7 +104,7 @@ func TestPerformanceTwoQueries(t *testing.T) {
 }
 
 // BenchmarkPerformance reads a program with 180 days × 500 partners × 2
-// links of rollups (180,000 traffic rows, 19,800 sales rows): 90 days
+// links of rollups (180,000 traffic rows, 27,000 sales rows): 90 days
 // (with the previous 90), all, and the top 10 partners and links over 90
 // days.
 func BenchmarkPerformance(b *testing.B) {
