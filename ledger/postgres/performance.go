@@ -37,11 +37,9 @@ var _ ledger.PerformanceService = (*PerformanceService)(nil)
 func (s *PerformanceService) Performance(ctx context.Context, q ledger.PerformanceQuery) (r *ledger.PerformanceReport, err error) {
 	defer wrap(&err, "postgres.Performance(%d)", q.ProgramID)
 	var (
-		currency        string
-		created, today  time.Time
-		firstT, firstS  sql.NullTime
-		first           time.Time
-		programNotFound = ledger.NewError(ledger.ENotFound, "program not found")
+		currency       string
+		created, today time.Time
+		firstT, firstS sql.NullTime
 	)
 	// The first days are the minimum of each table's primary key range.
 	err = s.db.QueryRowContext(ctx, `
@@ -50,11 +48,11 @@ func (s *PerformanceService) Performance(ctx context.Context, q ledger.Performan
 			(SELECT min(day) FROM rollup_sales_daily WHERE program_id = p.id)
 		FROM programs p WHERE p.id = $1`, q.ProgramID, s.now()).Scan(&currency, &created, &today, &firstT, &firstS)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, programNotFound
+		return nil, notFound("program")
 	} else if err != nil {
 		return nil, err
 	}
-	first = created
+	first := created
 	if firstT.Valid || firstS.Valid {
 		first = earliestValid(firstT, firstS)
 	}
