@@ -33,20 +33,3 @@ func (b *bench) money(ctx context.Context) error {
 	b.refunds(ctx, n, salesMax, salesRate)
 	return nil
 }
-
-// listingAlone runs the listing phase alone: the dashboard listing on the
-// bulk-loaded clicks, then the performance endpoint on their rollups.
-func (b *bench) listingAlone(ctx context.Context) error {
-	n, err := b.startNode("bench", b.cfg.RedisURL, true)
-	if err != nil {
-		return err
-	}
-	defer n.stop()
-	w, err := b.provision(ctx, n)
-	if err != nil {
-		return fmt.Errorf("provision: %w", err)
-	}
-	b.say("== listing")
-	b.settle(ctx, "listing")
-	return b.listingRun(ctx, n, w)
-}

@@ -381,6 +381,23 @@ func (b *bench) aofRun(ctx context.Context, p drive.Program, aof bool, round int
 	return res.Throughput(), nil
 }
 
+// listingAlone runs the listing phase alone: the dashboard listing on the
+// bulk-loaded clicks, then the performance endpoint on their rollups.
+func (b *bench) listingAlone(ctx context.Context) error {
+	n, err := b.startNode("bench", b.cfg.RedisURL, true)
+	if err != nil {
+		return err
+	}
+	defer n.stop()
+	w, err := b.provision(ctx, n)
+	if err != nil {
+		return fmt.Errorf("provision: %w", err)
+	}
+	b.say("== listing")
+	b.settle(ctx, "listing")
+	return b.listingRun(ctx, n, w)
+}
+
 // listingRun loads the listing program's clicks straight into Postgres
 // and measures the dashboard listing at a fixed rate.
 func (b *bench) listingRun(ctx context.Context, n *node, w *world) error {
