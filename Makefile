@@ -69,7 +69,9 @@ fuzz:
 # notes (it writes nothing; BENCH_QUICK=1 shortens them too):
 #   BENCH_ONLY=redis-kill  the clicks through a Redis kill;
 #   BENCH_ONLY=money       the raw sale transaction, sales at max and at
-#                          1 k/s, refunds at max and at 1 k/s.
+#                          1 k/s, refunds at max and at 1 k/s;
+#   BENCH_ONLY=listing     the event listing and the performance endpoint
+#                          on the bulk-loaded clicks.
 # BENCH_EDGE_BIN and BENCH_WORKER_BIN measure binaries built from another
 # checkout instead (the database is migrated by this checkout's
 # partnerctl), to compare old and new code on the same machine in the

@@ -98,6 +98,7 @@ func newTestServerConfig(db *pgtest.DB, clock *fakeClock, config func(*Config), 
 		ProgramPartners:  postgres.NewProgramPartnerService(db.DB, nil, logger),
 		Groups:           postgres.NewGroupService(db.DB),
 		CommissionReview: postgres.NewCommissionReviewService(db.DB, nil, logger),
+		Performance:      postgres.NewPerformanceService(db.DB, clock.Now),
 	}
 	opts := Options{
 		Logger:  logger,

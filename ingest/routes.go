@@ -89,6 +89,7 @@ func (s *Server) dashboardRoutes() {
 	s.limitedRoute("POST", "/api/v1/auth/session", withStyle(signInStyle), s.rateLimit("signin", limitSignIn, byIP), s.signIn)
 	s.app.Delete("/api/v1/auth/session", withStyle(defaultStyle), dashboard, s.signOut)
 	s.app.Get("/api/tracking/events/:programId", withStyle(defaultStyle), dashboard, s.listTrackingEvents)
+	s.app.Get("/api/tracking/performance/:programId", withStyle(defaultStyle), dashboard, s.trackingPerformance)
 	s.limitedRoute("GET", "/api/v1/programs/:id/settings", withStyle(defaultStyle),
 		s.rateLimit("settings_get", limitSettings, byToken), dashboard, s.getSettings)
 	s.limitedRoute("PATCH", "/api/v1/programs/:id/settings", withStyle(defaultStyle),

@@ -87,6 +87,8 @@ type Services struct {
 	// CommissionReview is the brand's review of its program's commissions
 	// and the program's audit log.
 	CommissionReview ledger.CommissionReviewService
+	// Performance reads a program's numbers from the analytics rollups.
+	Performance ledger.PerformanceService
 }
 
 // Check is a readiness probe of one dependency.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/oapi-codegen/runtime"
+	openapi_types "github.com/oapi-codegen/runtime/types"
 )
 
 // Defines values for ApplicationStatus.
@@ -1279,6 +1280,93 @@ func (e PartnerGroupUpdateCommissionType) Valid() bool {
 	}
 }
 
+// Defines values for PerformanceResponseMetaCurrency.
+const (
+	PerformanceResponseMetaCurrencyEUR PerformanceResponseMetaCurrency = "EUR"
+	PerformanceResponseMetaCurrencyUSD PerformanceResponseMetaCurrency = "USD"
+	PerformanceResponseMetaCurrencyVND PerformanceResponseMetaCurrency = "VND"
+)
+
+// Valid indicates whether the value is a known member of the PerformanceResponseMetaCurrency enum.
+func (e PerformanceResponseMetaCurrency) Valid() bool {
+	switch e {
+	case PerformanceResponseMetaCurrencyEUR:
+		return true
+	case PerformanceResponseMetaCurrencyUSD:
+		return true
+	case PerformanceResponseMetaCurrencyVND:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PerformanceResponseMetaGroupBy.
+const (
+	PerformanceResponseMetaGroupByLink    PerformanceResponseMetaGroupBy = "link"
+	PerformanceResponseMetaGroupByPartner PerformanceResponseMetaGroupBy = "partner"
+)
+
+// Valid indicates whether the value is a known member of the PerformanceResponseMetaGroupBy enum.
+func (e PerformanceResponseMetaGroupBy) Valid() bool {
+	switch e {
+	case PerformanceResponseMetaGroupByLink:
+		return true
+	case PerformanceResponseMetaGroupByPartner:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PerformanceResponseMetaPeriod.
+const (
+	PerformanceResponseMetaPeriodAll    PerformanceResponseMetaPeriod = "all"
+	PerformanceResponseMetaPeriodCustom PerformanceResponseMetaPeriod = "custom"
+	PerformanceResponseMetaPeriodN30d   PerformanceResponseMetaPeriod = "30d"
+	PerformanceResponseMetaPeriodN7d    PerformanceResponseMetaPeriod = "7d"
+	PerformanceResponseMetaPeriodN90d   PerformanceResponseMetaPeriod = "90d"
+)
+
+// Valid indicates whether the value is a known member of the PerformanceResponseMetaPeriod enum.
+func (e PerformanceResponseMetaPeriod) Valid() bool {
+	switch e {
+	case PerformanceResponseMetaPeriodAll:
+		return true
+	case PerformanceResponseMetaPeriodCustom:
+		return true
+	case PerformanceResponseMetaPeriodN30d:
+		return true
+	case PerformanceResponseMetaPeriodN7d:
+		return true
+	case PerformanceResponseMetaPeriodN90d:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PerformanceTrendTrendDirection.
+const (
+	Down    PerformanceTrendTrendDirection = "down"
+	Neutral PerformanceTrendTrendDirection = "neutral"
+	Up      PerformanceTrendTrendDirection = "up"
+)
+
+// Valid indicates whether the value is a known member of the PerformanceTrendTrendDirection enum.
+func (e PerformanceTrendTrendDirection) Valid() bool {
+	switch e {
+	case Down:
+		return true
+	case Neutral:
+		return true
+	case Up:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for PlatformErrorErrorCode.
 const (
 	PlatformErrorErrorCodeDuplicateTransaction PlatformErrorErrorCode = "duplicate_transaction"
@@ -1695,19 +1783,19 @@ func (e ProgramMeReadinessState) Valid() bool {
 
 // Defines values for ProgramMeSourcesResponseDataGroupBy.
 const (
-	Partner         ProgramMeSourcesResponseDataGroupBy = "partner"
-	Referrer        ProgramMeSourcesResponseDataGroupBy = "referrer"
-	Referrerpartner ProgramMeSourcesResponseDataGroupBy = "referrer,partner"
+	ProgramMeSourcesResponseDataGroupByPartner         ProgramMeSourcesResponseDataGroupBy = "partner"
+	ProgramMeSourcesResponseDataGroupByReferrer        ProgramMeSourcesResponseDataGroupBy = "referrer"
+	ProgramMeSourcesResponseDataGroupByReferrerpartner ProgramMeSourcesResponseDataGroupBy = "referrer,partner"
 )
 
 // Valid indicates whether the value is a known member of the ProgramMeSourcesResponseDataGroupBy enum.
 func (e ProgramMeSourcesResponseDataGroupBy) Valid() bool {
 	switch e {
-	case Partner:
+	case ProgramMeSourcesResponseDataGroupByPartner:
 		return true
-	case Referrer:
+	case ProgramMeSourcesResponseDataGroupByReferrer:
 		return true
-	case Referrerpartner:
+	case ProgramMeSourcesResponseDataGroupByReferrerpartner:
 		return true
 	default:
 		return false
@@ -2077,6 +2165,48 @@ func (e ListTrackingEventsParamsEventType) Valid() bool {
 	case ListTrackingEventsParamsEventTypeConversion:
 		return true
 	case ListTrackingEventsParamsEventTypeLead:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TrackingPerformanceParamsPeriod.
+const (
+	TrackingPerformanceParamsPeriodAll  TrackingPerformanceParamsPeriod = "all"
+	TrackingPerformanceParamsPeriodN30d TrackingPerformanceParamsPeriod = "30d"
+	TrackingPerformanceParamsPeriodN7d  TrackingPerformanceParamsPeriod = "7d"
+	TrackingPerformanceParamsPeriodN90d TrackingPerformanceParamsPeriod = "90d"
+)
+
+// Valid indicates whether the value is a known member of the TrackingPerformanceParamsPeriod enum.
+func (e TrackingPerformanceParamsPeriod) Valid() bool {
+	switch e {
+	case TrackingPerformanceParamsPeriodAll:
+		return true
+	case TrackingPerformanceParamsPeriodN30d:
+		return true
+	case TrackingPerformanceParamsPeriodN7d:
+		return true
+	case TrackingPerformanceParamsPeriodN90d:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TrackingPerformanceParamsGroupBy.
+const (
+	TrackingPerformanceParamsGroupByLink    TrackingPerformanceParamsGroupBy = "link"
+	TrackingPerformanceParamsGroupByPartner TrackingPerformanceParamsGroupBy = "partner"
+)
+
+// Valid indicates whether the value is a known member of the TrackingPerformanceParamsGroupBy enum.
+func (e TrackingPerformanceParamsGroupBy) Valid() bool {
+	switch e {
+	case TrackingPerformanceParamsGroupByLink:
+		return true
+	case TrackingPerformanceParamsGroupByPartner:
 		return true
 	default:
 		return false
@@ -3583,6 +3713,167 @@ type PartnerGroupUpdate struct {
 // PartnerGroupUpdateCommissionType defines model for PartnerGroupUpdate.CommissionType.
 type PartnerGroupUpdateCommissionType string
 
+// PerformanceMetrics defines model for PerformanceMetrics.
+type PerformanceMetrics struct {
+	// AverageOrderValue An amount in major units of its currency, exact (149.97 is 14997 cents).
+	AverageOrderValue PerformanceMoney `json:"averageOrderValue"`
+
+	// Clicks Real clicks.
+	Clicks int64 `json:"clicks"`
+
+	// ClicksTrend A counter's change against the previous window of equal length.
+	ClicksTrend PerformanceTrend `json:"clicksTrend"`
+
+	// Code The link's code.
+	Code *string `json:"code,omitempty"`
+
+	// Commission An amount in major units of its currency, exact (149.97 is 14997 cents).
+	Commission           PerformanceMoney            `json:"commission"`
+	CommissionByCurrency map[string]PerformanceMoney `json:"commissionByCurrency"`
+
+	// CommissionTrend A counter's change against the previous window of equal length.
+	CommissionTrend PerformanceTrend `json:"commissionTrend"`
+
+	// ConversionRate Conversions / clicks × 100, 2 decimals.
+	ConversionRate json.Number `json:"conversionRate"`
+
+	// Conversions Real sales in every currency.
+	Conversions int64 `json:"conversions"`
+
+	// ConversionsTrend A counter's change against the previous window of equal length.
+	ConversionsTrend PerformanceTrend `json:"conversionsTrend"`
+
+	// Date The program's day.
+	Date *openapi_types.Date `json:"date,omitempty"`
+
+	// Email The partner's email.
+	Email *string `json:"email,omitempty"`
+
+	// Id The partner or link id.
+	Id *int64 `json:"id,omitempty"`
+
+	// Leads Settled real leads.
+	Leads int64 `json:"leads"`
+
+	// LeadsTrend A counter's change against the previous window of equal length.
+	LeadsTrend PerformanceTrend `json:"leadsTrend"`
+
+	// Name The partner's name.
+	Name *string `json:"name,omitempty"`
+
+	// PartnerId The link's partner.
+	PartnerId *int64 `json:"partnerId,omitempty"`
+
+	// Partners Distinct partners with a non-zero number that day.
+	Partners int64 `json:"partners"`
+
+	// Revenue An amount in major units of its currency, exact (149.97 is 14997 cents).
+	Revenue           PerformanceMoney            `json:"revenue"`
+	RevenueByCurrency map[string]PerformanceMoney `json:"revenueByCurrency"`
+
+	// RevenueTrend A counter's change against the previous window of equal length.
+	RevenueTrend PerformanceTrend `json:"revenueTrend"`
+
+	// Visitors Unique visitors (distinct click sessions): of the program on a day; summed over a group's days and links.
+	Visitors int64 `json:"visitors"`
+}
+
+// PerformanceMoney An amount in major units of its currency, exact (149.97 is 14997 cents).
+type PerformanceMoney = json.Number
+
+// PerformanceResponse defines model for PerformanceResponse.
+type PerformanceResponse struct {
+	Data []PerformanceRow `json:"data"`
+	Meta struct {
+		// Currency The program's currency: that of revenue, commission and averageOrderValue.
+		Currency       PerformanceResponseMetaCurrency `json:"currency"`
+		DateFrom       openapi_types.Date              `json:"dateFrom"`
+		DateTo         openapi_types.Date              `json:"dateTo"`
+		GroupBy        *PerformanceResponseMetaGroupBy `json:"groupBy,omitempty"`
+		Limit          *int                            `json:"limit,omitempty"`
+		Period         PerformanceResponseMetaPeriod   `json:"period"`
+		PreviousPeriod *struct {
+			DateFrom openapi_types.Date `json:"dateFrom"`
+			DateTo   openapi_types.Date `json:"dateTo"`
+		} `json:"previousPeriod"`
+	} `json:"meta"`
+	Metrics *PerformanceMetrics `json:"metrics,omitempty"`
+}
+
+// PerformanceResponseMetaCurrency The program's currency: that of revenue, commission and averageOrderValue.
+type PerformanceResponseMetaCurrency string
+
+// PerformanceResponseMetaGroupBy defines model for PerformanceResponse.Meta.GroupBy.
+type PerformanceResponseMetaGroupBy string
+
+// PerformanceResponseMetaPeriod defines model for PerformanceResponse.Meta.Period.
+type PerformanceResponseMetaPeriod string
+
+// PerformanceRow The numbers of a day (with `date` and `partners`), of a partner
+// (with `id`, `name`, `email`, `conversionRate`,
+// `averageOrderValue`) or of a link (with `id`, `code`,
+// `partnerId`, `conversionRate`, `averageOrderValue`).
+type PerformanceRow struct {
+	// AverageOrderValue An amount in major units of its currency, exact (149.97 is 14997 cents).
+	AverageOrderValue *PerformanceMoney `json:"averageOrderValue,omitempty"`
+
+	// Clicks Real clicks.
+	Clicks int64 `json:"clicks"`
+
+	// Code The link's code.
+	Code *string `json:"code,omitempty"`
+
+	// Commission An amount in major units of its currency, exact (149.97 is 14997 cents).
+	Commission           PerformanceMoney            `json:"commission"`
+	CommissionByCurrency map[string]PerformanceMoney `json:"commissionByCurrency"`
+
+	// ConversionRate Conversions / clicks × 100, 2 decimals.
+	ConversionRate *json.Number `json:"conversionRate,omitempty"`
+
+	// Conversions Real sales in every currency.
+	Conversions int64 `json:"conversions"`
+
+	// Date The program's day.
+	Date *openapi_types.Date `json:"date,omitempty"`
+
+	// Email The partner's email.
+	Email *string `json:"email,omitempty"`
+
+	// Id The partner or link id.
+	Id *int64 `json:"id,omitempty"`
+
+	// Leads Settled real leads.
+	Leads int64 `json:"leads"`
+
+	// Name The partner's name.
+	Name *string `json:"name,omitempty"`
+
+	// PartnerId The link's partner.
+	PartnerId *int64 `json:"partnerId,omitempty"`
+
+	// Partners Distinct partners with a non-zero number that day.
+	Partners *int64 `json:"partners,omitempty"`
+
+	// Revenue An amount in major units of its currency, exact (149.97 is 14997 cents).
+	Revenue           PerformanceMoney            `json:"revenue"`
+	RevenueByCurrency map[string]PerformanceMoney `json:"revenueByCurrency"`
+
+	// Visitors Unique visitors (distinct click sessions): of the program on a day; summed over a group's days and links.
+	Visitors int64 `json:"visitors"`
+}
+
+// PerformanceTrend A counter's change against the previous window of equal length.
+type PerformanceTrend struct {
+	// Trend Percent change, 1 decimal, half away from zero; null when the previous value is 0 and the current one is not, or without a previous window.
+	Trend *json.Number `json:"trend"`
+
+	// TrendDirection The sign of current minus previous (neutral without a previous window).
+	TrendDirection PerformanceTrendTrendDirection `json:"trendDirection"`
+}
+
+// PerformanceTrendTrendDirection The sign of current minus previous (neutral without a previous window).
+type PerformanceTrendTrendDirection string
+
 // PlatformError The platform envelope of a failure: `data` is null and `error` has
 // `status`, `name`, `message`, `details` and, on sale and refund,
 // the stable `code`.
@@ -4651,6 +4942,30 @@ type ListTrackingEventsParams struct {
 
 // ListTrackingEventsParamsEventType defines parameters for ListTrackingEvents.
 type ListTrackingEventsParamsEventType string
+
+// TrackingPerformanceParams defines parameters for TrackingPerformance.
+type TrackingPerformanceParams struct {
+	// Period The window (empty is absent).
+	Period *TrackingPerformanceParamsPeriod `form:"period,omitempty" json:"period,omitempty"`
+
+	// DateFrom First day of a custom window (YYYY-MM-DD, the program's date); with dateTo.
+	DateFrom *openapi_types.Date `form:"dateFrom,omitempty" json:"dateFrom,omitempty"`
+
+	// DateTo Last day of a custom window (YYYY-MM-DD, the program's date); with dateFrom.
+	DateTo *openapi_types.Date `form:"dateTo,omitempty" json:"dateTo,omitempty"`
+
+	// GroupBy Numbers per partner or per link instead of per day.
+	GroupBy *TrackingPerformanceParamsGroupBy `form:"groupBy,omitempty" json:"groupBy,omitempty"`
+
+	// Limit Groups answered with groupBy (empty is absent).
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
+// TrackingPerformanceParamsPeriod defines parameters for TrackingPerformance.
+type TrackingPerformanceParamsPeriod string
+
+// TrackingPerformanceParamsGroupBy defines parameters for TrackingPerformance.
+type TrackingPerformanceParamsGroupBy string
 
 // CliAuthPollParams defines parameters for CliAuthPoll.
 type CliAuthPollParams struct {
@@ -6617,6 +6932,42 @@ type ClientInterface interface {
 	// Corresponds with GET /api/tracking/events/{programId} (the `ListTrackingEvents` operationId).
 	ListTrackingEvents(ctx context.Context, programId int64, params *ListTrackingEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// TrackingPerformance A program's performance per day, or per partner or link
+	//
+	// Read from the daily rollups (never the raw events; test events
+	// are not counted). Days are the program's (`programs.timezone`,
+	// UTC by default). The window is `period` (7d, the default, 30d,
+	// 90d: the last days up to today included; `all`: from the
+	// program's first day with numbers, else the day it was created,
+	// to today) or `dateFrom` + `dateTo` (the program's dates, both
+	// included, at most 366 days; `meta.period` is then `custom`).
+	// `data` has one entry per day, oldest first, days without events
+	// with zeros; `metrics` are the window's totals with
+	// `conversionRate` (conversions / clicks × 100, 2 decimals, half
+	// away from zero; 0 without clicks), `averageOrderValue` (revenue /
+	// conversions in the program's currency, rounded half away from
+	// zero to the currency's minor unit; 0 without conversions) and the
+	// trends against the previous window of equal length (`trend`: the
+	// percent change, 1 decimal, half away from zero; null when the
+	// previous value is 0 under a non-zero current one (`up`) or
+	// without a previous window (`all`, `neutral`); 0 and `neutral`
+	// when both are 0). `revenue` and `commission` are in the
+	// program's currency; `revenueByCurrency` and
+	// `commissionByCurrency` hold every currency with a conversion,
+	// revenue or commission (never summed across currencies). Revenue
+	// is the sales' amount on the sale's day (refunds not deducted);
+	// commission the current amount of the sales' commissions on the
+	// sale's day. `partners` counts the distinct partners with any
+	// non-zero number (per day, and over the window in `metrics`).
+	// With `groupBy=partner|link`, `data` is the top `limit` partners
+	// or links over the window (by revenue in the program's currency,
+	// then clicks, descending, then id), with their totals and rates,
+	// no per-day numbers, no `metrics`. Any member of the program's
+	// workspace (`tracking:list`, like the event listing).
+	//
+	// Corresponds with GET /api/tracking/performance/{programId} (the `TrackingPerformance` operationId).
+	TrackingPerformance(ctx context.Context, programId int64, params *TrackingPerformanceParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// SignOut Sign out (revoke the presented dashboard token)
 	//
 	// Revokes the dashboard token of the request at once, on every edge instance.
@@ -8499,6 +8850,52 @@ func (c *Client) AddWorkspaceMember(ctx context.Context, id int64, body AddWorks
 // Corresponds with GET /api/tracking/events/{programId} (the `ListTrackingEvents` operationId).
 func (c *Client) ListTrackingEvents(ctx context.Context, programId int64, params *ListTrackingEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListTrackingEventsRequest(c.Server, programId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TrackingPerformance A program's performance per day, or per partner or link
+//
+// Read from the daily rollups (never the raw events; test events
+// are not counted). Days are the program's (`programs.timezone`,
+// UTC by default). The window is `period` (7d, the default, 30d,
+// 90d: the last days up to today included; `all`: from the
+// program's first day with numbers, else the day it was created,
+// to today) or `dateFrom` + `dateTo` (the program's dates, both
+// included, at most 366 days; `meta.period` is then `custom`).
+// `data` has one entry per day, oldest first, days without events
+// with zeros; `metrics` are the window's totals with
+// `conversionRate` (conversions / clicks × 100, 2 decimals, half
+// away from zero; 0 without clicks), `averageOrderValue` (revenue /
+// conversions in the program's currency, rounded half away from
+// zero to the currency's minor unit; 0 without conversions) and the
+// trends against the previous window of equal length (`trend`: the
+// percent change, 1 decimal, half away from zero; null when the
+// previous value is 0 under a non-zero current one (`up`) or
+// without a previous window (`all`, `neutral`); 0 and `neutral`
+// when both are 0). `revenue` and `commission` are in the
+// program's currency; `revenueByCurrency` and
+// `commissionByCurrency` hold every currency with a conversion,
+// revenue or commission (never summed across currencies). Revenue
+// is the sales' amount on the sale's day (refunds not deducted);
+// commission the current amount of the sales' commissions on the
+// sale's day. `partners` counts the distinct partners with any
+// non-zero number (per day, and over the window in `metrics`).
+// With `groupBy=partner|link`, `data` is the top `limit` partners
+// or links over the window (by revenue in the program's currency,
+// then clicks, descending, then id), with their totals and rates,
+// no per-day numbers, no `metrics`. Any member of the program's
+// workspace (`tracking:list`, like the event listing).
+//
+// Corresponds with GET /api/tracking/performance/{programId} (the `TrackingPerformance` operationId).
+func (c *Client) TrackingPerformance(ctx context.Context, programId int64, params *TrackingPerformanceParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTrackingPerformanceRequest(c.Server, programId, params)
 	if err != nil {
 		return nil, err
 	}
@@ -11721,6 +12118,115 @@ func NewListTrackingEventsRequest(server string, programId int64, params *ListTr
 		if params.DateTo != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "dateTo", *params.DateTo, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewTrackingPerformanceRequest constructs an http.Request for the TrackingPerformance method
+func NewTrackingPerformanceRequest(server string, programId int64, params *TrackingPerformanceParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "programId", programId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/tracking/performance/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Period != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "period", *params.Period, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.DateFrom != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "dateFrom", *params.DateFrom, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.DateTo != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "dateTo", *params.DateTo, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.GroupBy != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "groupBy", *params.GroupBy, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -15429,6 +15935,44 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /api/tracking/events/{programId} (the `ListTrackingEvents` operationId).
 	ListTrackingEventsWithResponse(ctx context.Context, programId int64, params *ListTrackingEventsParams, reqEditors ...RequestEditorFn) (*ListTrackingEventsResponse, error)
 
+	// TrackingPerformanceWithResponse A program's performance per day, or per partner or link
+	//
+	// Read from the daily rollups (never the raw events; test events
+	// are not counted). Days are the program's (`programs.timezone`,
+	// UTC by default). The window is `period` (7d, the default, 30d,
+	// 90d: the last days up to today included; `all`: from the
+	// program's first day with numbers, else the day it was created,
+	// to today) or `dateFrom` + `dateTo` (the program's dates, both
+	// included, at most 366 days; `meta.period` is then `custom`).
+	// `data` has one entry per day, oldest first, days without events
+	// with zeros; `metrics` are the window's totals with
+	// `conversionRate` (conversions / clicks × 100, 2 decimals, half
+	// away from zero; 0 without clicks), `averageOrderValue` (revenue /
+	// conversions in the program's currency, rounded half away from
+	// zero to the currency's minor unit; 0 without conversions) and the
+	// trends against the previous window of equal length (`trend`: the
+	// percent change, 1 decimal, half away from zero; null when the
+	// previous value is 0 under a non-zero current one (`up`) or
+	// without a previous window (`all`, `neutral`); 0 and `neutral`
+	// when both are 0). `revenue` and `commission` are in the
+	// program's currency; `revenueByCurrency` and
+	// `commissionByCurrency` hold every currency with a conversion,
+	// revenue or commission (never summed across currencies). Revenue
+	// is the sales' amount on the sale's day (refunds not deducted);
+	// commission the current amount of the sales' commissions on the
+	// sale's day. `partners` counts the distinct partners with any
+	// non-zero number (per day, and over the window in `metrics`).
+	// With `groupBy=partner|link`, `data` is the top `limit` partners
+	// or links over the window (by revenue in the program's currency,
+	// then clicks, descending, then id), with their totals and rates,
+	// no per-day numbers, no `metrics`. Any member of the program's
+	// workspace (`tracking:list`, like the event listing).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/tracking/performance/{programId} (the `TrackingPerformance` operationId).
+	TrackingPerformanceWithResponse(ctx context.Context, programId int64, params *TrackingPerformanceParams, reqEditors ...RequestEditorFn) (*TrackingPerformanceResponse, error)
+
 	// SignOutWithResponse Sign out (revoke the presented dashboard token)
 	//
 	// Revokes the dashboard token of the request at once, on every edge instance.
@@ -19099,6 +19643,103 @@ func (r ListTrackingEventsResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ListTrackingEventsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type TrackingPerformanceResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *PerformanceResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *PlatformError
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PlatformError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *PlatformError
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *PlatformError
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *PlatformError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r TrackingPerformanceResponse) GetJSON200() *PerformanceResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r TrackingPerformanceResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r TrackingPerformanceResponse) GetJSON401() *PlatformError {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r TrackingPerformanceResponse) GetJSON403() *PlatformError {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r TrackingPerformanceResponse) GetJSON404() *PlatformError {
+	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r TrackingPerformanceResponse) GetJSON408() *PlatformError {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r TrackingPerformanceResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r TrackingPerformanceResponse) GetJSON431() *PlatformError {
+	return r.JSON431
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r TrackingPerformanceResponse) GetJSON500() *PlatformError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r TrackingPerformanceResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r TrackingPerformanceResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r TrackingPerformanceResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r TrackingPerformanceResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -28659,6 +29300,50 @@ func (c *ClientWithResponses) ListTrackingEventsWithResponse(ctx context.Context
 	return ParseListTrackingEventsResponse(rsp)
 }
 
+// TrackingPerformanceWithResponse A program's performance per day, or per partner or link
+//
+// Read from the daily rollups (never the raw events; test events
+// are not counted). Days are the program's (`programs.timezone`,
+// UTC by default). The window is `period` (7d, the default, 30d,
+// 90d: the last days up to today included; `all`: from the
+// program's first day with numbers, else the day it was created,
+// to today) or `dateFrom` + `dateTo` (the program's dates, both
+// included, at most 366 days; `meta.period` is then `custom`).
+// `data` has one entry per day, oldest first, days without events
+// with zeros; `metrics` are the window's totals with
+// `conversionRate` (conversions / clicks × 100, 2 decimals, half
+// away from zero; 0 without clicks), `averageOrderValue` (revenue /
+// conversions in the program's currency, rounded half away from
+// zero to the currency's minor unit; 0 without conversions) and the
+// trends against the previous window of equal length (`trend`: the
+// percent change, 1 decimal, half away from zero; null when the
+// previous value is 0 under a non-zero current one (`up`) or
+// without a previous window (`all`, `neutral`); 0 and `neutral`
+// when both are 0). `revenue` and `commission` are in the
+// program's currency; `revenueByCurrency` and
+// `commissionByCurrency` hold every currency with a conversion,
+// revenue or commission (never summed across currencies). Revenue
+// is the sales' amount on the sale's day (refunds not deducted);
+// commission the current amount of the sales' commissions on the
+// sale's day. `partners` counts the distinct partners with any
+// non-zero number (per day, and over the window in `metrics`).
+// With `groupBy=partner|link`, `data` is the top `limit` partners
+// or links over the window (by revenue in the program's currency,
+// then clicks, descending, then id), with their totals and rates,
+// no per-day numbers, no `metrics`. Any member of the program's
+// workspace (`tracking:list`, like the event listing).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/tracking/performance/{programId} (the `TrackingPerformance` operationId).
+func (c *ClientWithResponses) TrackingPerformanceWithResponse(ctx context.Context, programId int64, params *TrackingPerformanceParams, reqEditors ...RequestEditorFn) (*TrackingPerformanceResponse, error) {
+	rsp, err := c.TrackingPerformance(ctx, programId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTrackingPerformanceResponse(rsp)
+}
+
 // SignOutWithResponse Sign out (revoke the presented dashboard token)
 //
 // Revokes the dashboard token of the request at once, on every edge instance.
@@ -32746,6 +33431,88 @@ func ParseListTrackingEventsResponse(rsp *http.Response) (*ListTrackingEventsRes
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
 		var dest DashTrackingEventList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseTrackingPerformanceResponse parses an HTTP response from a TrackingPerformanceWithResponse call
+func ParseTrackingPerformanceResponse(rsp *http.Response) (*TrackingPerformanceResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &TrackingPerformanceResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest PerformanceResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}

@@ -496,6 +496,9 @@ func (h *hostileWorld) targets() []target {
 			fields: map[string][]string{"id_token": nil}},
 		{name: "events-listing", method: "GET", path: "/api/tracking/events/{id}", token: dash, pathParam: true,
 			params: map[string][]string{"page": nil, "pageSize": nil, "eventType": nil, "dateFrom": nil, "dateTo": nil}},
+		// limit 42 is a valid limit (then the default period answers).
+		{name: "performance", method: "GET", path: "/api/tracking/performance/{id}", token: dash, pathParam: true,
+			params: map[string][]string{"period": nil, "dateFrom": nil, "dateTo": nil, "groupBy": nil, "limit": {"number"}}},
 		{name: "settings-get", method: "GET", path: "/api/v1/programs/{id}/settings", token: dash, pathParam: true},
 		{name: "partners-listing", method: "GET", path: "/api/v1/programs/{id}/partners", token: dash, pathParam: true,
 			params: map[string][]string{"page": nil, "pageSize": nil, "status": nil, "format": nil,

@@ -261,6 +261,7 @@ func (b *Backends) Edge(ctx context.Context) (*ingest.Server, error) {
 		Invites:          intake,
 		Applications:     intake,
 		CommissionReview: review,
+		Performance:      postgres.NewPerformanceService(b.DB, nil),
 	}, ingest.Options{
 		Limiter:  ratelimit.New(store, nil),
 		Logger:   b.Logger,

@@ -65,11 +65,13 @@ type alone struct {
 }
 
 // Phases are the selections Config.Only can run alone: redis-kill (the
-// clicks through a Redis kill) and money (the raw sale transaction, then
-// sales and refunds at max and at the fixed rate).
+// clicks through a Redis kill), money (the raw sale transaction, then
+// sales and refunds at max and at the fixed rate) and listing (the
+// event listing and the performance endpoint on the loaded clicks).
 var Phases = map[string]alone{
 	"redis-kill": {run: (*bench).redisKill},
 	"money":      {raw: true, run: (*bench).money},
+	"listing":    {run: (*bench).listingAlone},
 }
 
 // bench is one run.

@@ -17,6 +17,7 @@ type plan struct {
 	listingClicks int64
 	listing       time.Duration
 	listingRate   float64
+	performance   time.Duration // the performance endpoint's three queries, at listingRate
 	drainWait     time.Duration // how long to wait for a click backlog to reach Postgres
 	outage        time.Duration // Redis killed this long under clicks…
 	outageSteady  time.Duration // …with this long of clicks before and after
@@ -27,12 +28,12 @@ func planFor(quick bool) plan {
 		return plan{ceiling: 2 * time.Second, raw: 2 * time.Second, saleMax: 3 * time.Second, saleRate: 1000,
 			saleRateFor: 5 * time.Second, aux: 2 * time.Second, clickMax: 4 * time.Second, aof: 2 * time.Second,
 			sustainedRate: 10000, sustained: 10 * time.Second, listingClicks: 1_000_000, listing: 3 * time.Second,
-			listingRate: 100, drainWait: 60 * time.Second, outage: 3 * time.Second, outageSteady: time.Second}
+			listingRate: 100, performance: 3 * time.Second, drainWait: 60 * time.Second, outage: 3 * time.Second, outageSteady: time.Second}
 	}
 	return plan{ceiling: 10 * time.Second, raw: 10 * time.Second, saleMax: 10 * time.Second, saleRate: 1000,
 		saleRateFor: 20 * time.Second, aux: 5 * time.Second, clickMax: 10 * time.Second, aof: 6 * time.Second,
 		sustainedRate: 10000, sustained: 60 * time.Second, listingClicks: 10_000_000, listing: 10 * time.Second,
-		listingRate: 100, drainWait: 120 * time.Second, outage: 10 * time.Second, outageSteady: 3 * time.Second}
+		listingRate: 100, performance: 6 * time.Second, drainWait: 120 * time.Second, outage: 10 * time.Second, outageSteady: 3 * time.Second}
 }
 
 // perKey is how many sales one program key takes in a phase: with the

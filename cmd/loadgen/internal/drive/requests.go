@@ -187,6 +187,17 @@ func ListingQueries(programID int64, now time.Time) []ListingQuery {
 	}
 }
 
+// PerformanceQueries are the performance endpoint's queries issue 25
+// sets a target for: 90 days, all, and the top partners over 90 days.
+func PerformanceQueries(programID int64) []ListingQuery {
+	base := "/api/tracking/performance/" + strconv.FormatInt(programID, 10)
+	return []ListingQuery{
+		{"90d", base + "?period=90d"},
+		{"all", base + "?period=all"},
+		{"groupBy=partner", base + "?period=90d&groupBy=partner"},
+	}
+}
+
 // Listing reads one listing query with a dashboard token.
 func Listing(c *Client, q ListingQuery, token string) Do {
 	return func(ctx context.Context, w int, i int64) (int, error) {
