@@ -61,12 +61,12 @@ func (s *Server) listProgramCommissions(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	switch c.Query("format") {
-	case "", "json":
-	case "csv":
+	asCSV, err := wantsCSV(c, ledger.MsgCommissionFormat)
+	if err != nil {
+		return err
+	}
+	if asCSV {
 		return s.exportProgramCommissions(c, q)
-	default:
-		return invalid(ledger.MsgCommissionFormat)
 	}
 	page, err := s.svc.CommissionReview.Commissions(c.UserContext(), q)
 	if err != nil {

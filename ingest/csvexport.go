@@ -8,11 +8,25 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+
+	"github.com/partnertrack/partnertrack/ledger"
 )
 
 // exportTimeout bounds the database reads of one CSV export; the server's
 // write timeout (10 s) bounds the whole response anyway.
 const exportTimeout = 10 * time.Second
+
+// wantsCSV reads a listing's format parameter: json (the default) or csv;
+// anything else is a 400 with msg.
+func wantsCSV(c *fiber.Ctx, msg string) (bool, error) {
+	switch c.Query("format") {
+	case "", "json":
+		return false, nil
+	case "csv":
+		return true, nil
+	}
+	return false, ledger.NewError(ledger.EInvalid, msg)
+}
 
 // csvExport is a listing streamed as a CSV attachment: next reads the
 // batch after the given row (nil: the first), at most batch rows; a

@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"context"
 	"encoding/json"
 	"strconv"
 	"time"
@@ -110,24 +111,18 @@ func (s *Server) listInvites(c *fiber.Ctx) error {
 // (owner or admin): a new email with a new link; the invite expires 30
 // days from now.
 func (s *Server) resendInvite(c *fiber.Ctx) error {
-	programID, err := s.programWithPermission(c, "id", ledger.PermPartnersWrite, msgIntakeAdminOnly)
-	if err != nil {
-		return err
-	}
-	inviteID, err := pathID(c, "inviteId", "invite")
-	if err != nil {
-		return err
-	}
-	inv, err := s.svc.Invites.ResendInvite(c.UserContext(), programID, inviteID, sessionOf(c).UserID)
-	if err != nil {
-		return err
-	}
-	return ok(c, fiber.StatusOK, inviteJSON(inv, s.now()))
+	return s.changeInvite(c, s.svc.Invites.ResendInvite)
 }
 
 // cancelInvite is DELETE /api/v1/programs/:id/invites/:inviteId (owner or
 // admin): the invite is cancelled (kept, listed as cancelled).
 func (s *Server) cancelInvite(c *fiber.Ctx) error {
+	return s.changeInvite(c, s.svc.Invites.CancelInvite)
+}
+
+// changeInvite runs an owner's or admin's change of one invite of the
+// program in the path and answers the invite as it is after it.
+func (s *Server) changeInvite(c *fiber.Ctx, change func(ctx context.Context, programID, inviteID, actor int64) (*ledger.Invite, error)) error {
 	programID, err := s.programWithPermission(c, "id", ledger.PermPartnersWrite, msgIntakeAdminOnly)
 	if err != nil {
 		return err
@@ -136,7 +131,7 @@ func (s *Server) cancelInvite(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	inv, err := s.svc.Invites.CancelInvite(c.UserContext(), programID, inviteID, sessionOf(c).UserID)
+	inv, err := change(c.UserContext(), programID, inviteID, sessionOf(c).UserID)
 	if err != nil {
 		return err
 	}

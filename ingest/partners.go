@@ -55,12 +55,12 @@ func (s *Server) listProgramPartners(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	switch c.Query("format") {
-	case "", "json":
-	case "csv":
+	asCSV, err := wantsCSV(c, ledger.MsgPartnerFormat)
+	if err != nil {
+		return err
+	}
+	if asCSV {
 		return s.exportProgramPartners(c, q)
-	default:
-		return ledger.NewError(ledger.EInvalid, ledger.MsgPartnerFormat)
 	}
 	page, err := s.svc.ProgramPartners.ProgramPartners(c.UserContext(), q)
 	if err != nil {
