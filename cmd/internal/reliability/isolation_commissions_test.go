@@ -36,28 +36,11 @@ func TestIsolationCommissionReview(t *testing.T) {
 	e.must(t, 200, req{method: "POST", path: "/api/v1/programs/" + pb + "/commissions/" + bc[1] + "/reject", token: b.OwnerToken,
 		body: map[string]any{"reason": "b-reason"}})
 
-	users := map[string]string{"owner of A": a.OwnerToken}
-	for _, role := range []string{"admin", "member"} {
-		uid := num(e.must(t, 201, req{method: "POST", path: "/api/operator/v1/workspaces/" + itoa(a.WorkspaceID) + "/members", token: opToken,
-			body: map[string]any{"email": role + "-review" + pa + "@a.example", "role": role}}).data()["user_id"])
-		users[role+" of A"] = e.must(t, 201, req{method: "POST", path: "/api/operator/v1/users/" + itoa(uid) + "/sessions", token: opToken}).data()["token"].(string)
-		secret("dashboard token", users[role+" of A"])
-	}
+	users := workspaceUsers(t, e, a, "review")
 
 	before := snapshot(t, st, b.ProgramID)
-	refused := 0
-	probe := func(who string, r req, want ...int) {
-		t.Helper()
-		rep, err := e.call(r)
-		if err != nil || !containsInt(want, rep.Status) {
-			t.Errorf("%s: %s %s: %v %v, want one of %v", who, r.method, r.path, rep, err, want)
-			return
-		}
-		if raw := string(rep.Raw); strings.Contains(raw, "txn-b-") || strings.Contains(raw, "b-reason") {
-			t.Errorf("%s: %s %s shows B's data: %s", who, r.method, r.path, raw)
-		}
-		refused++
-	}
+	p := &prober{t: t, e: e, leaks: []string{"txn-b-", "b-reason"}}
+	probe := p.probe
 	reject := map[string]any{"reason": "stolen"}
 	for who, tok := range users {
 		// B's program by its own id: not a member of B's workspace.
@@ -104,5 +87,5 @@ func TestIsolationCommissionReview(t *testing.T) {
 	if after := snapshot(t, st, b.ProgramID); after != before {
 		t.Errorf("B's data changed:\nbefore:\n%s\nafter:\n%s", before, after)
 	}
-	sc.note("%d attempts on B's commissions and audit log by A's owner, admin, member and keys refused; B's rows unchanged", refused)
+	sc.note("%d attempts on B's commissions and audit log by A's owner, admin, member and keys refused; B's rows unchanged", p.refused)
 }

@@ -1,7 +1,6 @@
 package reliability
 
 import (
-	"strings"
 	"testing"
 )
 
@@ -28,28 +27,11 @@ func TestIsolationGroups(t *testing.T) {
 	bGroup := itoa(bGroupID)
 	bDefault := itoa(int64(st.count(t, `SELECT id FROM partner_groups WHERE program_id = $1 AND is_default`, b.ProgramID)))
 
-	users := map[string]string{"owner of A": a.OwnerToken}
-	for _, role := range []string{"admin", "member"} {
-		uid := num(e.must(t, 201, req{method: "POST", path: "/api/operator/v1/workspaces/" + itoa(a.WorkspaceID) + "/members", token: opToken,
-			body: map[string]any{"email": role + "-groups" + pa + "@a.example", "role": role}}).data()["user_id"])
-		users[role+" of A"] = e.must(t, 201, req{method: "POST", path: "/api/operator/v1/users/" + itoa(uid) + "/sessions", token: opToken}).data()["token"].(string)
-		secret("dashboard token", users[role+" of A"])
-	}
+	users := workspaceUsers(t, e, a, "groups")
 
 	before := snapshot(t, st, b.ProgramID)
-	refused := 0
-	probe := func(who string, r req, want ...int) {
-		t.Helper()
-		rep, err := e.call(r)
-		if err != nil || !containsInt(want, rep.Status) {
-			t.Errorf("%s: %s %s: %v %v, want one of %v", who, r.method, r.path, rep, err, want)
-			return
-		}
-		if raw := string(rep.Raw); strings.Contains(raw, "B VIP") || strings.Contains(raw, b.Code) {
-			t.Errorf("%s: %s %s shows B's data: %s", who, r.method, r.path, raw)
-		}
-		refused++
-	}
+	p := &prober{t: t, e: e, leaks: []string{"B VIP", b.Code}}
+	probe := p.probe
 	for who, tok := range users {
 		// B's program by its own id: not a member of B's workspace.
 		for _, r := range []req{
@@ -95,5 +77,5 @@ func TestIsolationGroups(t *testing.T) {
 	}
 	// B's partner still takes clicks: nothing suspended it.
 	mustClick(t, e.client, b)
-	sc.note("%d attempts on B's groups and partners by A's owner, admin, member and keys refused; B's rows unchanged", refused)
+	sc.note("%d attempts on B's groups and partners by A's owner, admin, member and keys refused; B's rows unchanged", p.refused)
 }

@@ -40,28 +40,11 @@ func TestIsolationInvites(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	users := map[string]string{"owner of A": a.OwnerToken}
-	for _, role := range []string{"admin", "member"} {
-		uid := num(e.must(t, 201, req{method: "POST", path: "/api/operator/v1/workspaces/" + itoa(a.WorkspaceID) + "/members", token: opToken,
-			body: map[string]any{"email": role + "-invites" + pa + "@a.example", "role": role}}).data()["user_id"])
-		users[role+" of A"] = e.must(t, 201, req{method: "POST", path: "/api/operator/v1/users/" + itoa(uid) + "/sessions", token: opToken}).data()["token"].(string)
-		secret("dashboard token", users[role+" of A"])
-	}
+	users := workspaceUsers(t, e, a, "invites")
 
 	before := snapshot(t, st, b.ProgramID)
-	refused := 0
-	probe := func(who string, r req, want ...int) {
-		t.Helper()
-		rep, err := e.call(r)
-		if err != nil || !containsInt(want, rep.Status) {
-			t.Errorf("%s: %s %s: %v %v, want one of %v", who, r.method, r.path, rep, err, want)
-			return
-		}
-		if raw := string(rep.Raw); strings.Contains(raw, bInvitee) || strings.Contains(raw, bApplicant) {
-			t.Errorf("%s: %s %s shows B's data: %s", who, r.method, r.path, raw)
-		}
-		refused++
-	}
+	p := &prober{t: t, e: e, leaks: []string{bInvitee, bApplicant}}
+	probe := p.probe
 	for who, tok := range users {
 		for _, r := range []req{
 			{method: "POST", path: "/api/v1/programs/" + pb + "/invites", body: map[string]any{"emails": []string{"x@a.example"}}},
@@ -97,7 +80,7 @@ func TestIsolationInvites(t *testing.T) {
 				skipped[0].(map[string]any)["reason"] != "unknown_partner" {
 				t.Errorf("%s: B's partner in A's invite: %v", who, d)
 			}
-			refused++
+			p.refused++
 		}
 		// A's listings hold nothing of B's.
 		for _, path := range []string{"/api/v1/programs/" + pa + "/invites?pageSize=100", "/api/v1/programs/" + pa + "/applications?pageSize=100"} {
@@ -124,5 +107,5 @@ func TestIsolationInvites(t *testing.T) {
 	if after := snapshot(t, st, b.ProgramID); after != before {
 		t.Errorf("B's data changed:\nbefore:\n%s\nafter:\n%s", before, after)
 	}
-	sc.note("%d attempts on B's invites and applications by A's owner, admin, member and keys refused; B's rows unchanged", refused)
+	sc.note("%d attempts on B's invites and applications by A's owner, admin, member and keys refused; B's rows unchanged", p.refused)
 }

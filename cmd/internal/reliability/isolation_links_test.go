@@ -1,7 +1,6 @@
 package reliability
 
 import (
-	"strings"
 	"testing"
 )
 
@@ -25,29 +24,11 @@ func TestIsolationBrandLinks(t *testing.T) {
 		body: map[string]any{"partner_id": b.PartnerID, "code": "b-brand-" + pb}}).data()
 	bLinkID := itoa(num(bLink["id"]))
 
-	users := map[string]string{"owner of A": a.OwnerToken}
-	for _, role := range []string{"admin", "member"} {
-		uid := num(e.must(t, 201, req{method: "POST", path: "/api/operator/v1/workspaces/" + itoa(a.WorkspaceID) + "/members", token: opToken,
-			body: map[string]any{"email": role + "-links" + pa + "@a.example", "role": role}}).data()["user_id"])
-		users[role+" of A"] = e.must(t, 201, req{method: "POST", path: "/api/operator/v1/users/" + itoa(uid) + "/sessions", token: opToken}).data()["token"].(string)
-		secret("dashboard token", users[role+" of A"])
-	}
+	users := workspaceUsers(t, e, a, "links")
 
 	before := snapshot(t, st, b.ProgramID)
-	refused := 0
-	probe := func(who string, r req, want ...int) {
-		t.Helper()
-		rep, err := e.call(r)
-		if err != nil || !containsInt(want, rep.Status) {
-			t.Errorf("%s: %s %s: %v %v, want one of %v", who, r.method, r.path, rep, err, want)
-			return
-		}
-		raw := string(rep.Raw)
-		if strings.Contains(raw, b.Code) || strings.Contains(raw, "b-brand-") {
-			t.Errorf("%s: %s %s shows B's data: %s", who, r.method, r.path, raw)
-		}
-		refused++
-	}
+	p := &prober{t: t, e: e, leaks: []string{b.Code, "b-brand-"}}
+	probe := p.probe
 	for who, tok := range users {
 		// B's program by its own id: not a member of B's workspace.
 		for _, r := range []req{
@@ -93,5 +74,5 @@ func TestIsolationBrandLinks(t *testing.T) {
 	mustClick(t, e.client, b)
 	e.must(t, 200, req{method: "POST", path: "/api/v1/track/click", header: map[string]string{"X-Forwarded-For": nextIP()},
 		body: map[string]any{"affiliate_url": "https://brand.example/?aff=b-brand-" + pb}})
-	sc.note("%d attempts on B's links by A's owner, admin, member and keys refused; B's rows unchanged", refused)
+	sc.note("%d attempts on B's links by A's owner, admin, member and keys refused; B's rows unchanged", p.refused)
 }
