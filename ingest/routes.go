@@ -38,6 +38,7 @@ func (s *Server) routes() {
 	s.groupRoutes()
 	s.intakeRoutes()
 	s.commissionReviewRoutes()
+	s.partnerSessionRoutes()
 	s.operatorRoutes()
 	s.agentRoutes()
 	s.cliRoutes()

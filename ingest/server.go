@@ -51,6 +51,8 @@ type Services struct {
 	Balances      ledger.BalanceService
 	Notifications ledger.NotificationStore
 	SignIn        ledger.SignInService
+	// PartnerSignIn signs partners in to the partner API (its own tokens).
+	PartnerSignIn ledger.PartnerSignInService
 	Events        ledger.EventService
 	Settings      ledger.SettingsService
 	// Identity verifies sign-in id_tokens; nil when no OIDC provider is

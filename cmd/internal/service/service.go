@@ -240,6 +240,7 @@ func (b *Backends) Edge(ctx context.Context) (*ingest.Server, error) {
 		Balances:      balances,
 		Notifications: postgres.NewNotificationStore(b.DB),
 		SignIn:        accounts,
+		PartnerSignIn: postgres.NewPartnerAccountService(b.DB),
 		Events:        postgres.NewEventService(b.DB),
 		Settings:      programs,
 		Identity:      b.IdentityVerifier(),
