@@ -111,6 +111,7 @@ func newTestServerConfig(db *pgtest.DB, clock *fakeClock, config func(*Config), 
 	}
 	intake := postgres.NewIntakeService(db.DB, postgres.IntakeOptions{PublicBaseURL: cfg.PublicBaseURL, Logger: logger})
 	svc.Invites, svc.Applications = intake, intake
+	svc.Embeds = intake
 	for _, tweak := range tweaks {
 		tweak(&svc, &opts)
 	}

@@ -39,6 +39,7 @@ func (s *Server) routes() {
 	s.intakeRoutes()
 	s.commissionReviewRoutes()
 	s.partnerSessionRoutes()
+	s.embedRoutes()
 	s.operatorRoutes()
 	s.agentRoutes()
 	s.cliRoutes()

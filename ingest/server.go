@@ -91,6 +91,8 @@ type Services struct {
 	CommissionReview ledger.CommissionReviewService
 	// Performance reads a program's numbers from the analytics rollups.
 	Performance ledger.PerformanceService
+	// Embeds are the referral widget's tokens and page (issue 26).
+	Embeds ledger.EmbedService
 }
 
 // Check is a readiness probe of one dependency.

@@ -263,6 +263,7 @@ func (b *Backends) Edge(ctx context.Context) (*ingest.Server, error) {
 		Applications:     intake,
 		CommissionReview: review,
 		Performance:      postgres.NewPerformanceService(b.DB, nil),
+		Embeds:           intake,
 	}, ingest.Options{
 		Limiter:  ratelimit.New(store, nil),
 		Logger:   b.Logger,
