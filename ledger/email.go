@@ -29,6 +29,7 @@ const (
 	EmailApplicationReceived = "application_received"
 	EmailApplicationApproved = "application_approved"
 	EmailApplicationRejected = "application_rejected"
+	EmailCommissionDigest    = "commission_digest"
 )
 
 // Limits and messages of email data.
@@ -42,7 +43,8 @@ const (
 )
 
 // EmailKinds lists the kinds the worker renders.
-var EmailKinds = []string{EmailPartnerInvite, EmailApplicationReceived, EmailApplicationApproved, EmailApplicationRejected}
+var EmailKinds = []string{EmailPartnerInvite, EmailApplicationReceived, EmailApplicationApproved, EmailApplicationRejected,
+	EmailCommissionDigest}
 
 // EmailData is the data of one email kind.
 type EmailData interface {
@@ -130,6 +132,58 @@ func (d ApplicationRejectedEmail) Validate() error {
 		optional("reason", d.Reason))
 }
 
+// CommissionDigestEmail is a partner's daily digest of the commissions
+// they earned on one UTC day, per program: how many and how much per
+// currency (never a customer).
+type CommissionDigestEmail struct {
+	PartnerName  string          `json:"partner_name"`
+	Day          string          `json:"day"` // YYYY-MM-DD, UTC
+	Programs     []DigestProgram `json:"programs"`
+	DashboardURL string          `json:"dashboard_url"`
+}
+
+// DigestProgram is one program's line of a digest.
+type DigestProgram struct {
+	ProgramName string         `json:"program_name"`
+	Count       int64          `json:"count"`
+	Totals      []DigestAmount `json:"totals"`
+}
+
+// DigestAmount is a digest's total of one currency: exact major units
+// ("1234.50") and the words people read ("$1,234.50").
+type DigestAmount struct {
+	Currency string `json:"currency"`
+	Amount   string `json:"amount"`
+	Words    string `json:"words"`
+}
+
+// EmailKind implements EmailData.
+func (CommissionDigestEmail) EmailKind() string { return EmailCommissionDigest }
+
+// Validate implements EmailData.
+func (d CommissionDigestEmail) Validate() error {
+	errs := []error{required("partner_name", d.PartnerName), webURL("dashboard_url", d.DashboardURL)}
+	if _, err := time.Parse(time.DateOnly, d.Day); err != nil {
+		errs = append(errs, errors.New("day must be a date (YYYY-MM-DD)"))
+	}
+	if len(d.Programs) == 0 {
+		errs = append(errs, errors.New("programs "+msgEmailFieldRequiredTail))
+	}
+	for _, p := range d.Programs {
+		errs = append(errs, required("programs.program_name", p.ProgramName))
+		if p.Count <= 0 || len(p.Totals) == 0 {
+			errs = append(errs, errors.New("programs must each count commissions and their totals"))
+		}
+		for _, a := range p.Totals {
+			if _, ok := ParseCurrency(a.Currency); !ok {
+				errs = append(errs, errors.New("programs.totals.currency must be a supported currency"))
+			}
+			errs = append(errs, required("programs.totals.amount", a.Amount), required("programs.totals.words", a.Words))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // DecodeEmailData decodes the data of an email kind and validates it.
 func DecodeEmailData(kind string, raw json.RawMessage) (EmailData, error) {
 	var d EmailData
@@ -142,6 +196,8 @@ func DecodeEmailData(kind string, raw json.RawMessage) (EmailData, error) {
 		d = &ApplicationApprovedEmail{}
 	case EmailApplicationRejected:
 		d = &ApplicationRejectedEmail{}
+	case EmailCommissionDigest:
+		d = &CommissionDigestEmail{}
 	default:
 		return nil, fmt.Errorf("unknown email kind %q", kind)
 	}

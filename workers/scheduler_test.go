@@ -33,6 +33,7 @@ func TestSchedulerRegistersMaintenance(t *testing.T) {
 	for _, want := range []struct{ taskType, spec string }{
 		{tasks.TypeCommissionsApprove, "@every 1m"},
 		{tasks.TypeHistoryPrune, "@every 1h"},
+		{tasks.TypeCommissionDigest, "@every 1h"},
 		{tasks.TypeProcessorSweep, ""}, // any schedule
 	} {
 		waitFor(t, "scheduler entry "+want.taskType, func() bool {

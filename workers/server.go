@@ -31,7 +31,10 @@ type Handlers struct {
 	// the stored ones whose enqueue failed (the maintenance sweep).
 	Processor      ledger.PaymentEventService
 	ProcessorInbox ledger.ProcessorInbox
-	Logger         *slog.Logger
+	// Digests sends the daily commission digests; nil registers no
+	// handler for them.
+	Digests ledger.CommissionDigester
+	Logger  *slog.Logger
 }
 
 // NewMux routes each task type to its handler.
@@ -49,6 +52,9 @@ func NewMux(h Handlers) *asynq.ServeMux {
 	mux.Handle(tasks.TypeProcessorSweep, &ProcessorSweepHandler{Inbox: h.ProcessorInbox, Logger: h.Logger})
 	if h.Mailer != nil {
 		mux.Handle(tasks.TypeEmailSend, &EmailHandler{Mailer: h.Mailer, Logger: h.Logger})
+	}
+	if h.Digests != nil {
+		mux.Handle(tasks.TypeCommissionDigest, &CommissionDigestHandler{Digests: h.Digests, Logger: h.Logger})
 	}
 	return mux
 }
@@ -113,6 +119,7 @@ func NewScheduler(conn asynq.RedisConnOpt, ns tasks.Namespace, logger *slog.Logg
 		{"@every 1h", tasks.NewPartitionsEnsureTask()},
 		{"@every 1h", tasks.NewHistoryPruneTask()},
 		{"@every 1m", tasks.NewCommissionsApproveTask()},
+		{"@every 1h", tasks.NewCommissionDigestTask()},
 	} {
 		// A periodic task must not carry a fixed TaskID (asynq would refuse
 		// every run after the first while the first is retained).

@@ -40,6 +40,15 @@ func TestRenderEachKind(t *testing.T) {
 		subject: "Your application to <script>alert(\"x\")</script> & Co Bcc: victim@example.com",
 		text:    []string{"was declined", "The reason given"},
 		html:    []string{"was declined", "The reason given"},
+	}, {
+		data: ledger.CommissionDigestEmail{PartnerName: hostile, Day: "2026-12-02", DashboardURL: `https://p.example/invites/a?x=1&y="2"`,
+			Programs: []ledger.DigestProgram{
+				{ProgramName: "Acme", Count: 2, Totals: []ledger.DigestAmount{{Currency: "EUR", Amount: "0.99", Words: "€0.99"}, {Currency: "USD", Amount: "1234.50", Words: "$1,234.50"}}},
+				{ProgramName: "Zeta", Count: 1, Totals: []ledger.DigestAmount{{Currency: "VND", Amount: "50000", Words: "50,000₫"}}},
+			}},
+		subject: "Your commissions of 2026-12-02",
+		text:    []string{"Acme: 2 commissions, €0.99 + $1,234.50", "Zeta: 1 commission, 50,000₫"},
+		html:    []string{"<td>Acme</td><td align=\"right\">2</td><td align=\"right\">€0.99<br>$1,234.50</td>", "Open your dashboard"},
 	}} {
 		kind := tc.data.EmailKind()
 		t.Run(kind, func(t *testing.T) {

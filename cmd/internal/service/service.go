@@ -460,6 +460,9 @@ func (b *Backends) Worker(opts WorkerOptions) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The daily commission digest writes its emails to the outbox.
+	digests := postgres.NewDigestService(b.DB, postgres.DigestOptions{PublicBaseURL: b.Config.PublicBaseURL, Relay: outbox, Logger: b.Logger})
+	b.closers = append(b.closers, digests.WaitRelays)
 	w := &Worker{
 		mux: workers.NewMux(workers.Handlers{
 			Outbox:         outbox,
@@ -472,6 +475,7 @@ func (b *Backends) Worker(opts WorkerOptions) (*Worker, error) {
 			Webhooks:       sender,
 			Mailer:         mailer,
 			Logger:         b.Logger,
+			Digests:        digests,
 		}),
 	}
 	w.mux.Use(metrics.NewTasks(reg, notify.IsBreakerOpen).Middleware)
