@@ -73,8 +73,8 @@ func PlanCommissionDigest(partnerName string, day time.Time, rows []DigestRow, d
 // CommissionDigester sends the daily commission digests.
 type CommissionDigester interface {
 	// SendCommissionDigests writes, for each partner who earned a
-	// commission on day (a UTC date; test sales, rejected and reversed
-	// commissions left out) and has no digest of that day yet, the digest
+	// commission on day (a UTC date; test sales, and rejected, reversed
+	// or fully refunded commissions left out) and has no digest of that day yet, the digest
 	// row and the email to the outbox in one transaction, and reports how
 	// many emails it queued.
 	SendCommissionDigests(ctx context.Context, day time.Time) (int, error)

@@ -49,11 +49,11 @@ const digestBatch = 100
 
 // digestFrom and digestWhere select the commissions a digest counts:
 // created in the day [$1, $2), of a real sale (test sales never count),
-// neither rejected nor reversed.
+// not rejected, reversed or fully refunded.
 const (
 	digestFrom  = ` FROM commissions cm JOIN sales s ON s.id = cm.sale_id `
 	digestWhere = ` cm.created_at >= $1 AND cm.created_at < $2 AND NOT s.is_test
-		AND cm.status NOT IN ('rejected', 'reversed') `
+		AND cm.status NOT IN ('rejected', 'reversed', 'refunded') `
 )
 
 // SendCommissionDigests digests the day's partners in batches until none
