@@ -99,7 +99,7 @@ func (s *Server) embedPage(c *fiber.Ctx) error {
 func (s *Server) renderEmbed(c *fiber.Ctx, status int, ancestors string, v *ledger.EmbedView, msg string) error {
 	raw := make([]byte, 16)
 	rand.Read(raw)
-	nonce := base64.StdEncoding.EncodeToString(raw)
+	nonce := base64.RawURLEncoding.EncodeToString(raw) // no character html/template escapes
 	var buf bytes.Buffer
 	if err := embedTemplate.Execute(&buf, map[string]any{"Nonce": nonce, "View": v, "Error": msg}); err != nil {
 		return err
