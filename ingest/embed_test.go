@@ -282,6 +282,22 @@ func TestEmbedPageKeepsAnEnrollmentsState(t *testing.T) {
 	}
 }
 
+// TestEmbedPageOfAPausedProgram: a paused program enrolls nobody; its
+// page says so and shows no numbers.
+func TestEmbedPageOfAPausedProgram(t *testing.T) {
+	b := setup(t)
+	w := MustWorld(t, b.app)
+	tok := mustEmbedToken(t, b, w, "late@customer.example")
+	mustSQL(t, b, `UPDATE programs SET status = 'paused' WHERE id = $1`, w.programID)
+	r := embedPage(t, b, tok)
+	if r.Status != 200 || !strings.Contains(string(r.Raw), "is not taking new partners") || strings.Contains(string(r.Raw), `id="clicks"`) {
+		t.Fatalf("status %d: %s", r.Status, r.Raw)
+	}
+	if n := countRows(t, b, `SELECT count(*) FROM partners WHERE email = 'late@customer.example'`); n != 0 {
+		t.Fatal("a paused program enrolled the user")
+	}
+}
+
 // TestEmbedPageShowsOnlyItsProgram: one user with tokens of two programs
 // of two workspaces sees each program's own link and numbers only.
 func TestEmbedPageShowsOnlyItsProgram(t *testing.T) {
