@@ -39,6 +39,7 @@ func (s *Server) routes() {
 	s.intakeRoutes()
 	s.commissionReviewRoutes()
 	s.partnerSessionRoutes()
+	s.partnerPortalRoutes()
 	s.operatorRoutes()
 	s.agentRoutes()
 	s.cliRoutes()

@@ -91,6 +91,8 @@ type Services struct {
 	CommissionReview ledger.CommissionReviewService
 	// Performance reads a program's numbers from the analytics rollups.
 	Performance ledger.PerformanceService
+	// Portal is what a signed-in partner reads and changes (issue 26).
+	Portal ledger.PortalService
 }
 
 // Check is a readiness probe of one dependency.

@@ -221,6 +221,7 @@ func (p *InvitePage) PageCount() int64 { return (p.Total + p.PageSize - 1) / p.P
 // Enrollment is what accepting an invite or approving an application
 // made: the partner, active in the program, in a group, with a new link.
 type Enrollment struct {
+	ProgramID int64
 	PartnerID int64
 	Name      string
 	Email     string

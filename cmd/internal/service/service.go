@@ -263,6 +263,8 @@ func (b *Backends) Edge(ctx context.Context) (*ingest.Server, error) {
 		Applications:     intake,
 		CommissionReview: review,
 		Performance:      postgres.NewPerformanceService(b.DB, nil),
+		// The partner portal's API (issue 26, helper A).
+		Portal: postgres.NewPortalService(b.DB, intake, nil),
 	}, ingest.Options{
 		Limiter:  ratelimit.New(store, nil),
 		Logger:   b.Logger,
