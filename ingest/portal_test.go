@@ -83,7 +83,9 @@ func inviteTokenTo(t *testing.T, b *testBundle, to string) string {
 
 func TestPartnerPortalPrograms(t *testing.T) {
 	p := setupPortal(t)
-	progs := list(t, do(t, p.app, req{"GET", "/api/v1/partner/programs", nil, bearer(p.ana)}), 200)
+	r := do(t, p.app, req{"GET", "/api/v1/partner/programs", nil, bearer(p.ana)})
+	assertIntakeHeaders(t, r, limitPartnerPortal)
+	progs := list(t, r, 200)
 	if len(progs) != 1 {
 		t.Fatalf("programs %v", progs)
 	}
@@ -100,8 +102,28 @@ func TestPartnerPortalPrograms(t *testing.T) {
 		t.Fatalf("program %v", progs[0])
 	}
 	// Without a partner token, nothing.
-	r := do(t, p.app, req{"GET", "/api/v1/partner/programs", nil, bearer(p.w.ownerToken)})
+	r = do(t, p.app, req{"GET", "/api/v1/partner/programs", nil, bearer(p.w.ownerToken)})
 	assertPlatformError(t, r, 401, "UnauthorizedError", "invalid or expired partner token", "")
+	r = do(t, p.app, req{"GET", "/api/v1/partner/programs", nil, nil})
+	assertPlatformError(t, r, 401, "UnauthorizedError", "Partner sign-in required", "")
+}
+
+// TestPartnerPortalRateLimit: one bucket of 120 requests a minute per
+// partner token covers every partner route; another partner's token has
+// its own.
+func TestPartnerPortalRateLimit(t *testing.T) {
+	p := setupPortal(t)
+	paths := []string{"/api/v1/partner/programs", "/api/v1/partner/balances", "/api/v1/partner/commissions", "/api/v1/partner/notifications"}
+	for i := range limitPartnerPortal {
+		if r := do(t, p.app, req{"GET", paths[i%len(paths)], nil, bearer(p.ana)}); r.Status != 200 {
+			t.Fatalf("request %d: %d %s", i+1, r.Status, r.Raw)
+		}
+	}
+	r := do(t, p.app, req{"GET", "/api/v1/partner/invites", nil, bearer(p.ana)})
+	if r.Status != 429 || r.Header.Get("Retry-After") == "" {
+		t.Fatalf("request %d: %d %s", limitPartnerPortal+1, r.Status, r.Raw)
+	}
+	mustOK(t, do(t, p.app, req{"POST", "/api/v1/partner/notifications/read-all", nil, bearer(p.bo)}), 200)
 }
 
 func TestPartnerPortalInvites(t *testing.T) {
