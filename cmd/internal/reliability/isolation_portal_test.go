@@ -2,6 +2,7 @@ package reliability
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -138,6 +139,26 @@ func TestIsolationPortal(t *testing.T) {
 	}
 	if rep := e.must(t, 200, req{method: "GET", path: "/api/v1/partner/invites", token: x}); len(rep.Body["data"].([]any)) != 0 {
 		t.Errorf("X lists invites: %s", rep.Raw)
+	}
+	// Y's sale is in the shared program's rollups and balance; X's numbers
+	// there hold none of it (Y's own answers below show it is there).
+	money := func(tok string) (conversions float64, balance string) {
+		t.Helper()
+		st := e.must(t, 200, req{method: "GET", path: "/api/v1/partner/programs/" + pa + "/stats?period=all", token: tok}).data()
+		conversions, _ = st["totals"].(map[string]any)["conversions"].(float64)
+		rows, _ := e.must(t, 200, req{method: "GET", path: "/api/v1/partner/balances", token: tok}).Body["data"].([]any)
+		for _, r := range rows {
+			if m := r.(map[string]any); num(m["program"].(map[string]any)["id"]) == a.ProgramID {
+				balance = fmt.Sprint(m["balance"])
+			}
+		}
+		return conversions, balance
+	}
+	if c, bal := money(x); c != 0 || bal != "0" {
+		t.Errorf("X's numbers in A's program: %v conversions, balance %s", c, bal)
+	}
+	if c, bal := money(yTok); c != 1 || bal == "0" || bal == "" {
+		t.Errorf("Y's numbers in A's program: %v conversions, balance %s", c, bal)
 	}
 	e.must(t, 200, req{method: "POST", path: "/api/v1/partner/notifications/read-all", token: x})
 	if n := st.count(t, `SELECT count(*) FROM notifications WHERE id = $1 AND read_at IS NULL`, yNote); n != 1 {
