@@ -452,6 +452,7 @@ func TestPortalSettings(t *testing.T) {
 		{"Text", map[string]any{"minimum_payout": "50"}, "minimum_payout must be a number from 0 to 1000000000000 with at most 2 decimals (the smallest unit of USD)"},
 		{"VNDDecimals", map[string]any{"currency": "VND", "minimum_payout": json.Number("50.5")}, "minimum_payout must be a number from 0 to 1000000000000 without decimals (the smallest unit of VND)"},
 		{"LinksNotBool", map[string]any{"partner_links": "yes"}, "partner_links must be a boolean"},
+		{"CurrencyCannotHoldMinimum", map[string]any{"currency": "VND"}, "minimum_payout must be a number from 0 to 1000000000000 without decimals (the smallest unit of VND)"},
 	} {
 		t.Run("Err"+c.desc, func(t *testing.T) {
 			partnerErr(t, do(t, p.app, req{"PATCH", path, c.body, owner}), 400, c.msg)
@@ -460,6 +461,11 @@ func TestPortalSettings(t *testing.T) {
 	d = mustOK(t, do(t, p.app, req{"GET", path, nil, owner}), 200)
 	if d["minimum_payout"] != 75.5 || d["currency"] != "USD" || d["partner_links"] != true {
 		t.Fatalf("a refused update changed %v", d)
+	}
+	// With a minimum_payout VND can hold, the currency changes.
+	d = mustOK(t, do(t, p.app, req{"PATCH", path, map[string]any{"currency": "VND", "minimum_payout": 50000}, owner}), 200)
+	if d["currency"] != "VND" || d["minimum_payout"] != 50000.0 {
+		t.Fatalf("VND %v", d)
 	}
 	member := bearer(dashboardMemberToken(t, p.testBundle, p.w, "member"))
 	r = do(t, p.app, req{"PATCH", path, map[string]any{"partner_links": false}, member})
