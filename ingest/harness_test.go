@@ -112,6 +112,7 @@ func newTestServerConfig(db *pgtest.DB, clock *fakeClock, config func(*Config), 
 	intake := postgres.NewIntakeService(db.DB, postgres.IntakeOptions{PublicBaseURL: cfg.PublicBaseURL, Logger: logger})
 	svc.Invites, svc.Applications = intake, intake
 	svc.Embeds = intake
+	svc.Portal = postgres.NewPortalService(db.DB, intake, clock.Now)
 	for _, tweak := range tweaks {
 		tweak(&svc, &opts)
 	}

@@ -130,7 +130,7 @@ func TestInviteRoutes(t *testing.T) {
 		if p["total"] != float64(3) || p["pageCount"] != float64(3) {
 			t.Fatalf("pagination %v", p)
 		}
-		assertIntakeError(t, do(t, b.app, req{"GET", path + "?status=lost", nil, member}), 400, "status must be one of: pending, accepted, cancelled, expired")
+		assertIntakeError(t, do(t, b.app, req{"GET", path + "?status=lost", nil, member}), 400, "status must be one of: pending, accepted, cancelled, declined, expired")
 		assertIntakeError(t, do(t, b.app, req{"GET", path + "?pageSize=101", nil, member}), 400, "pageSize must be an integer from 1 to 100")
 	})
 	t.Run("OK resend and cancel", func(t *testing.T) {

@@ -40,6 +40,7 @@ func (s *Server) routes() {
 	s.commissionReviewRoutes()
 	s.partnerSessionRoutes()
 	s.embedRoutes()
+	s.partnerPortalRoutes()
 	s.operatorRoutes()
 	s.agentRoutes()
 	s.cliRoutes()

@@ -93,6 +93,8 @@ type Services struct {
 	Performance ledger.PerformanceService
 	// Embeds are the referral widget's tokens and page (issue 26).
 	Embeds ledger.EmbedService
+	// Portal is what a signed-in partner reads and changes (issue 26).
+	Portal ledger.PortalService
 }
 
 // Check is a readiness probe of one dependency.

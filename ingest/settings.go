@@ -22,7 +22,7 @@ func (s *Server) getSettings(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return ok(c, fiber.StatusOK, settingsJSON(p))
+	return ok(c, fiber.StatusOK, withPortalSettings(settingsJSON(p), p))
 }
 
 // patchSettings is PATCH /api/v1/programs/:id/settings (owner or admin):
@@ -45,7 +45,7 @@ func (s *Server) patchSettings(c *fiber.Ctx) error {
 	if s.programChanged != nil {
 		s.programChanged(c.UserContext(), programID)
 	}
-	return ok(c, fiber.StatusOK, settingsJSON(p))
+	return ok(c, fiber.StatusOK, withPortalSettings(settingsJSON(p), p))
 }
 
 // programWithPermission reads the program id in the path parameter param
@@ -89,5 +89,7 @@ func settingsInput(f fields) ledger.SettingsInput {
 		Slug:                f.String("slug"),
 		PartnerApproval:     f.String("partner_approval"),
 		Timezone:            f.String("timezone"),
+		PartnerLinks:        f.Bool("partner_links"),
+		MinimumPayout:       f.Decimal("minimum_payout"),
 	}
 }

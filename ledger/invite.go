@@ -47,7 +47,7 @@ const (
 	MsgInviteTooMany       = "emails and partner_ids together must name at most 50 partners"
 	MsgGroupID             = "group_id must be the id of a group of this program"
 	MsgInviteMessage       = "message must be text of at most 1000 characters"
-	MsgInviteStatus        = "status must be one of: pending, accepted, cancelled, expired"
+	MsgInviteStatus        = "status must be one of: pending, accepted, cancelled, declined, expired"
 	MsgInviteNotFound      = "invite not found"
 	MsgInviteResendState   = "only a pending invite can be resent"
 	MsgInviteCancelState   = "only a pending invite can be cancelled"
@@ -195,7 +195,7 @@ func (in InviteQueryInput) Validate(programID int64) (InviteQuery, error) {
 	q := InviteQuery{ProgramID: programID, Page: page, PageSize: size}
 	if in.Status.Present {
 		switch in.Status.Value {
-		case InvitePending, InviteAccepted, InviteCancelled, InviteExpired:
+		case InvitePending, InviteAccepted, InviteCancelled, InviteDeclined, InviteExpired:
 			q.Status = in.Status.Value
 		default:
 			return InviteQuery{}, NewError(EInvalid, MsgInviteStatus)
@@ -221,6 +221,7 @@ func (p *InvitePage) PageCount() int64 { return (p.Total + p.PageSize - 1) / p.P
 // Enrollment is what accepting an invite or approving an application
 // made: the partner, active in the program, in a group, with a new link.
 type Enrollment struct {
+	ProgramID int64
 	PartnerID int64
 	Name      string
 	Email     string

@@ -99,6 +99,12 @@ type Program struct {
 	Timezone        string // IANA name whose days the analytics count in (settings only)
 	CreatedAt       time.Time
 	UpdatedAt       time.Time
+
+	// PartnerLinks lets partners create links with their own code, and
+	// MinimumPayout (major units) is the smallest balance a payout is made
+	// for (settings only; issue 26).
+	PartnerLinks  bool
+	MinimumPayout decimal.Decimal
 }
 
 // ProgramInput is a program as a caller describes it at creation or in an

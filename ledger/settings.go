@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 	"time"
+
+	"github.com/shopspring/decimal"
 )
 
 // MsgStripeWebhookSecret is the message of a malformed processor webhook
@@ -27,6 +29,33 @@ type SettingsInput struct {
 	// Timezone is the IANA zone of the program's analytics days (issue
 	// 25): checked after the public page's settings.
 	Timezone Input[string]
+	// PartnerLinks and MinimumPayout are the partner portal's settings
+	// (issue 26): checked after the timezone, before the secret;
+	// MinimumPayout against the program's currency after the update
+	// (PortalSettings).
+	PartnerLinks  Input[bool]
+	MinimumPayout Input[decimal.Decimal]
+}
+
+// PortalSettings returns the partner_links and minimum_payout the update
+// sets (nil when absent), minimum_payout checked against the program's
+// currency c. Errors: EInvalid (MsgPartnerLinks, MsgMinimumPayout).
+func (in SettingsInput) PortalSettings(c Currency) (partnerLinks *bool, minimumPayout *decimal.Decimal, err error) {
+	if in.PartnerLinks.Present {
+		if in.PartnerLinks.Bad {
+			return nil, nil, NewError(EInvalid, MsgPartnerLinks)
+		}
+		v := in.PartnerLinks.Value
+		partnerLinks = &v
+	}
+	if in.MinimumPayout.Present {
+		v, err := ParseMinimumPayout(in.MinimumPayout, c)
+		if err != nil {
+			return nil, nil, err
+		}
+		minimumPayout = &v
+	}
+	return partnerLinks, minimumPayout, nil
 }
 
 // MsgTimezone is the message of a timezone that is not an IANA name.
@@ -104,7 +133,8 @@ type SettingsService interface {
 	// UpdateSettings applies an update in one transaction: the program
 	// fields in the spec's order with CLI init's messages
 	// (ProgramInput.ApplyUpdate), then slug and partner_approval, then
-	// timezone (MsgTimezone), then the webhook secret. A new timezone
+	// timezone (MsgTimezone), then partner_links and minimum_payout
+	// (PortalSettings), then the webhook secret. A new timezone
 	// rebuilds the program's analytics rollups in the same transaction. Nothing is written when any field is refused.
 	// Errors: ENotFound, EInvalid, EConflict (MsgSlugTaken).
 	UpdateSettings(ctx context.Context, programID int64, in SettingsInput) (*Program, error)

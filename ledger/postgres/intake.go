@@ -85,7 +85,7 @@ func isPartner(ctx context.Context, tx *sqlx.Tx, programID int64, email string) 
 // partner.enrolled webhook is written. A removed partner is enrolled
 // again. Errors: EConflict (MsgAlreadyPartner).
 func enrollActive(ctx context.Context, tx *sqlx.Tx, programID int64, email, name string, groupID *int64, now time.Time) (*ledger.Enrollment, []ledger.OutboxMessage, error) {
-	en := &ledger.Enrollment{}
+	en := &ledger.Enrollment{ProgramID: programID}
 	if err := tx.QueryRowContext(ctx, `
 		INSERT INTO partners (email, name, created_at) VALUES ($1, $2, $3)
 		ON CONFLICT ON CONSTRAINT partners_email_key DO UPDATE SET email = EXCLUDED.email

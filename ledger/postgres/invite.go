@@ -207,7 +207,7 @@ func (s *IntakeService) ListInvites(ctx context.Context, q ledger.InviteQuery) (
 	case ledger.InviteExpired:
 		args = append(args, now)
 		where = append(where, "status = 'pending'", "expires_at <= $2")
-	case ledger.InviteAccepted, ledger.InviteCancelled:
+	case ledger.InviteAccepted, ledger.InviteCancelled, ledger.InviteDeclined:
 		args = append(args, q.Status)
 		where = append(where, "status = $2")
 	}
@@ -307,8 +307,21 @@ func (s *IntakeService) CancelInvite(ctx context.Context, programID, inviteID, a
 // webhook and the audit row (actor: the system) are written with it.
 func (s *IntakeService) AcceptInvite(ctx context.Context, token, emailIn, name string) (en *ledger.Enrollment, err error) {
 	defer wrap(&err, "postgres.AcceptInvite")
+	if token == "" {
+		return nil, ledger.NewError(ledger.ENotFound, ledger.MsgInviteNotFound)
+	}
+	return s.acceptInvite(ctx, emailIn, name, func(tx *sqlx.Tx) (*ledger.Invite, error) {
+		return scanInvite(tx.QueryRowContext(ctx, `SELECT `+inviteColumns+` FROM partner_invites
+			WHERE token_hash = $1 FOR UPDATE`, inviteTokenHash(token)))
+	})
+}
+
+// acceptInvite accepts the invite find locks (by its token, or by its id
+// from the partner portal) for email: the one write path of an accepted
+// invite.
+func (s *IntakeService) acceptInvite(ctx context.Context, emailIn, name string, find func(tx *sqlx.Tx) (*ledger.Invite, error)) (en *ledger.Enrollment, err error) {
 	email, ok := ledger.NormalizeEmail(emailIn)
-	if !ok || token == "" {
+	if !ok {
 		return nil, ledger.NewError(ledger.ENotFound, ledger.MsgInviteNotFound)
 	}
 	name = strings.TrimSpace(name)
@@ -321,8 +334,7 @@ func (s *IntakeService) AcceptInvite(ctx context.Context, token, emailIn, name s
 	now := s.db.now()
 	var msgs []ledger.OutboxMessage
 	err = s.db.Transact(ctx, func(tx *sqlx.Tx) error {
-		inv, err := scanInvite(tx.QueryRowContext(ctx, `SELECT `+inviteColumns+` FROM partner_invites
-			WHERE token_hash = $1 FOR UPDATE`, inviteTokenHash(token)))
+		inv, err := find(tx)
 		if errors.Is(err, sql.ErrNoRows) || (err == nil && inv.Email != email) {
 			return ledger.NewError(ledger.ENotFound, ledger.MsgInviteNotFound)
 		} else if err != nil {

@@ -150,19 +150,29 @@ type queryer interface {
 }
 
 func findProgram(ctx context.Context, q queryer, id int64, forUpdate bool) (*ledger.Program, error) {
-	query := `SELECT ` + programColumns + `
+	query := `SELECT ` + programColumns + `, p.partner_links, p.minimum_payout
 		FROM programs p LEFT JOIN program_keys k ON k.program_id = p.id AND k.mode = 'live'
 		WHERE p.id = $1`
 	if forUpdate {
 		query += ` FOR NO KEY UPDATE OF p`
 	}
-	var row programRow
+	var row programSettingsRow
 	if err := q.GetContext(ctx, &row, query, id); errors.Is(err, sql.ErrNoRows) {
 		return nil, notFound("program")
 	} else if err != nil {
 		return nil, err
 	}
-	return row.program(), nil
+	p := row.program()
+	p.PartnerLinks, p.MinimumPayout = row.PartnerLinks, row.MinimumPayout
+	return p, nil
+}
+
+// programSettingsRow is a program row with the portal's settings (issue
+// 26), which only the one-program read carries.
+type programSettingsRow struct {
+	programRow
+	PartnerLinks  bool            `db:"partner_links"`
+	MinimumPayout decimal.Decimal `db:"minimum_payout"`
 }
 
 // UpdateProgram applies a validated update to a program.

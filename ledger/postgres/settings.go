@@ -56,6 +56,9 @@ func (s *ProgramService) UpdateSettings(ctx context.Context, id int64, in ledger
 				}
 			}
 		}
+		if err := updatePortalSettings(ctx, tx, id, in); err != nil {
+			return err
+		}
 		set, secret, err := in.StripeSecret()
 		if err != nil || !set {
 			return err

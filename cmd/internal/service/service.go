@@ -264,6 +264,8 @@ func (b *Backends) Edge(ctx context.Context) (*ingest.Server, error) {
 		CommissionReview: review,
 		Performance:      postgres.NewPerformanceService(b.DB, nil),
 		Embeds:           intake,
+		// The partner portal's API (issue 26, helper A).
+		Portal: postgres.NewPortalService(b.DB, intake, nil),
 	}, ingest.Options{
 		Limiter:  ratelimit.New(store, nil),
 		Logger:   b.Logger,
