@@ -91,6 +91,9 @@ type Services struct {
 	CommissionReview ledger.CommissionReviewService
 	// Performance reads a program's numbers from the analytics rollups.
 	Performance ledger.PerformanceService
+	// Payouts are a program's payouts, the partners' requests of them and
+	// their payout methods (issue 26, helper B).
+	Payouts ledger.PayoutService
 }
 
 // Check is a readiness probe of one dependency.

@@ -29,6 +29,8 @@ const (
 	EmailApplicationReceived = "application_received"
 	EmailApplicationApproved = "application_approved"
 	EmailApplicationRejected = "application_rejected"
+	// EmailPayoutPaid tells a partner a payout was paid (issue 26, helper B).
+	EmailPayoutPaid = "payout_paid"
 )
 
 // Limits and messages of email data.
@@ -42,7 +44,8 @@ const (
 )
 
 // EmailKinds lists the kinds the worker renders.
-var EmailKinds = []string{EmailPartnerInvite, EmailApplicationReceived, EmailApplicationApproved, EmailApplicationRejected}
+var EmailKinds = []string{EmailPartnerInvite, EmailApplicationReceived, EmailApplicationApproved, EmailApplicationRejected,
+	EmailPayoutPaid}
 
 // EmailData is the data of one email kind.
 type EmailData interface {
@@ -142,6 +145,8 @@ func DecodeEmailData(kind string, raw json.RawMessage) (EmailData, error) {
 		d = &ApplicationApprovedEmail{}
 	case EmailApplicationRejected:
 		d = &ApplicationRejectedEmail{}
+	case EmailPayoutPaid:
+		d = &PayoutPaidEmail{}
 	default:
 		return nil, fmt.Errorf("unknown email kind %q", kind)
 	}

@@ -216,6 +216,9 @@ func (b *Backends) Edge(ctx context.Context) (*ingest.Server, error) {
 	// Invites and applications write emails and webhooks to the outbox.
 	intake := postgres.NewIntakeService(b.DB, postgres.IntakeOptions{PublicBaseURL: b.Config.PublicBaseURL, Relay: outbox, Logger: b.Logger})
 	b.closers = append(b.closers, intake.WaitRelays)
+	// Payouts write webhooks, notifications and emails to the outbox.
+	payouts := postgres.NewPayoutService(b.DB, outbox, b.Logger)
+	b.closers = append(b.closers, payouts.WaitRelays)
 	cli := postgres.NewCLIService(b.DB)
 	return ingest.New(ingest.Config{
 		PublicBaseURL:       b.Config.PublicBaseURL,
@@ -263,6 +266,7 @@ func (b *Backends) Edge(ctx context.Context) (*ingest.Server, error) {
 		Applications:     intake,
 		CommissionReview: review,
 		Performance:      postgres.NewPerformanceService(b.DB, nil),
+		Payouts:          payouts,
 	}, ingest.Options{
 		Limiter:  ratelimit.New(store, nil),
 		Logger:   b.Logger,
