@@ -56,7 +56,7 @@ const payoutColumns = `p.id, p.program_id, pr.name, p.partner_id, pa.name, pa.em
 	p.created_at, p.updated_at, p.processing_at, p.paid_at, p.failed_at,
 	(SELECT COALESCE(-SUM(b.amount_minor), 0) FROM commissions cm
 		JOIN balance_entries b ON b.commission_id = cm.id AND b.kind = 'deduction'
-		WHERE cm.payout_id = p.id AND p.paid_at IS NOT NULL AND b.created_at > p.paid_at)`
+		WHERE cm.payout_id = p.id AND p.paid_at IS NOT NULL AND b.created_at >= p.paid_at)`
 
 const payoutFrom = ` FROM payouts p JOIN programs pr ON pr.id = p.program_id JOIN partners pa ON pa.id = p.partner_id`
 
