@@ -45,6 +45,11 @@ func TestPayoutRoutes(t *testing.T) {
 	approve(t, b, w, c2)
 	approve(t, b, other, oc)
 	member := dashboardMemberToken(t, b.testBundle, w, "member")
+	mustOK(t, do(t, b.app, req{"POST", "/api/v1/programs/" + itoa(w.programID) + "/webhooks",
+		map[string]any{"url": "https://93.184.215.14/hooks", "events": []string{"payout.created", "payout.paid", "payout.failed"}}, bearer(w.ownerToken)}), 201)
+	hooks := func(event string) int {
+		return countRows(t, b.testBundle, `SELECT count(*) FROM outbox WHERE task_type = 'webhook:deliver' AND payload->>'event_type' = $1`, event)
+	}
 	var patEmail string
 	b.db.QueryRow(`SELECT email FROM partners WHERE id = $1`, w.partnerID).Scan(&patEmail)
 	pat := signInPartner(t, b, "sub-pat", patEmail)
@@ -241,6 +246,14 @@ func TestPayoutRoutes(t *testing.T) {
 		}
 		r = do(t, b.app, req{"POST", markPath(w.programID, pid, "processing"), nil, bearer(w.ownerToken)})
 		assertPlatformError(t, r, 409, "ConflictError", "payout is already failed and cannot be marked processing", "")
+	})
+	t.Run("OK webhooks of every payout event", func(t *testing.T) {
+		// Created by the run and by the partner's request; paid once; failed once.
+		for event, want := range map[string]int{"payout.created": 2, "payout.paid": 1, "payout.failed": 1} {
+			if got := hooks(event); got != want {
+				t.Errorf("%d %s deliveries, want %d", got, event, want)
+			}
+		}
 	})
 	t.Run("ErrPartnerIsolation", func(t *testing.T) {
 		r := do(t, b.app, req{"POST", "/api/v1/partner/programs/" + itoa(w.programID) + "/payouts", nil, bearer(otherPartner)})

@@ -159,8 +159,12 @@ func createPayoutLocked(ctx context.Context, tx *sqlx.Tx, prog *payoutProgram, p
 	if err != nil {
 		return nil, nil, err
 	}
-	if actor != nil {
-		if err := insertAudit(ctx, tx, ledger.AuditEntry{ProgramID: prog.id, ActorUserID: *actor,
+	if by == ledger.PayoutByBrand {
+		var actorID int64
+		if actor != nil {
+			actorID = *actor
+		}
+		if err := insertAudit(ctx, tx, ledger.AuditEntry{ProgramID: prog.id, ActorUserID: actorID,
 			Action: ledger.AuditPayoutCreated, SubjectType: ledger.AuditSubjectPayout, SubjectID: id,
 			Details: map[string]any{"partner_id": partnerID, "amount": ledger.MinorToMajor(amount, c).String(), "currency": string(c)}}, now); err != nil {
 			return nil, nil, err
@@ -268,6 +272,11 @@ func (s *PayoutService) CreatePayouts(ctx context.Context, programID int64, part
 			seen[id] = true
 		}
 		sort.Slice(todo, func(i, j int) bool { return todo[i] < todo[j] })
+		// The run's user (0: the system, which created_by cannot name).
+		var actor *int64
+		if actorUserID != 0 {
+			actor = &actorUserID
+		}
 		minimum := prog.minimumIn(prog.currency)
 		for _, partnerID := range todo {
 			if err := lockBalanceAccount(ctx, tx, partnerID, prog.currency, now); err != nil {
@@ -282,7 +291,7 @@ func (s *PayoutService) CreatePayouts(ctx context.Context, programID int64, part
 				run.Skipped = append(run.Skipped, ledger.PayoutSkip{PartnerID: partnerID, Reason: skip})
 				continue
 			}
-			p, m, err := createPayoutLocked(ctx, tx, prog, partnerID, prog.currency, amount, ledger.PayoutByBrand, &actorUserID, now)
+			p, m, err := createPayoutLocked(ctx, tx, prog, partnerID, prog.currency, amount, ledger.PayoutByBrand, actor, now)
 			if err != nil {
 				return err
 			}

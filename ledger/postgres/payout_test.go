@@ -69,6 +69,24 @@ func TestWithdrawalPaidNamesPrograms(t *testing.T) {
 	if got := b.balance(t, w1.partnerID, ledger.USD); got != 600 {
 		t.Fatalf("balance %d, want 600", got)
 	}
+
+	// A brand run of each program pays what the program still owes.
+	svc := postgres.NewPayoutService(b.db.DB, nil, discard)
+	run, err := svc.CreatePayouts(ctx, w2.program.ID, nil, 0)
+	if err != nil || len(run.Created) != 0 || len(run.Skipped) != 1 || run.Skipped[0].Reason != ledger.PayoutSkipBelowMinimum {
+		t.Fatalf("run below the minimum: %+v, %v", run, err)
+	}
+	b.db.Exec(`UPDATE programs SET minimum_payout = 0`)
+	for _, p := range []int64{w1.program.ID, w2.program.ID} {
+		if _, err := svc.CreatePayouts(ctx, p, nil, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var paid int64
+	b.db.QueryRow(`SELECT COALESCE(SUM(amount_minor), 0) FROM payouts WHERE partner_id = $1`, w1.partnerID).Scan(&paid)
+	if got := b.balance(t, w1.partnerID, ledger.USD); paid != 600 || got != 0 {
+		t.Fatalf("payouts %d, balance %d; want 600 and 0", paid, got)
+	}
 }
 
 // TestPayoutsSerialise: brand runs and partner requests for one partner
