@@ -273,7 +273,7 @@ func (s *Server) putPayoutMethod(c *fiber.Ctx) error {
 	for k := range obj.Value {
 		v := obj.Value.String(k)
 		if !v.OK() {
-			return ledger.PayoutDetailsError(k, "must be a string")
+			return ledger.PayoutDetailsError(k, ledger.MsgPayoutDetailNotString)
 		}
 		details[k] = v.Value
 	}

@@ -41,7 +41,7 @@ func lockBalanceAccount(ctx context.Context, tx *sqlx.Tx, partnerID int64, c led
 type balanceEntry struct {
 	partnerID    int64
 	currency     ledger.Currency
-	kind         string // ledger.EntryCredit, EntryDeduction, EntryPayout
+	kind         string // ledger.EntryCredit, EntryDeduction, EntryPayout, EntryPayoutReturn
 	amountMinor  int64  // positive for credits, negative otherwise
 	commissionID *int64
 	refundID     *int64
