@@ -390,7 +390,7 @@ func (s *PayoutService) MarkPayout(ctx context.Context, programID, payoutID int6
 		}
 		var status string
 		var amount int64
-		if err := tx.QueryRowContext(ctx, `SELECT status, amount_minor FROM payouts WHERE id = $1 FOR UPDATE`,
+		if err := tx.QueryRowContext(ctx, `SELECT status, amount_minor FROM payouts WHERE id = $1 FOR NO KEY UPDATE`,
 			payoutID).Scan(&status, &amount); err != nil {
 			return err
 		}
