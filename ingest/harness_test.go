@@ -100,6 +100,7 @@ func newTestServerConfig(db *pgtest.DB, clock *fakeClock, config func(*Config), 
 		Groups:           postgres.NewGroupService(db.DB),
 		CommissionReview: postgres.NewCommissionReviewService(db.DB, nil, logger),
 		Performance:      postgres.NewPerformanceService(db.DB, clock.Now),
+		Payouts:          postgres.NewPayoutService(db.DB, nil, logger),
 	}
 	opts := Options{
 		Logger:  logger,

@@ -46,6 +46,7 @@ func (s *Server) routes() {
 	s.cliRoutes()
 	s.programMeRoutes()
 	s.processorRoutes()
+	s.payoutRoutes()
 }
 
 // opsRoutes mounts /metrics (open: keep it behind the network boundary) and

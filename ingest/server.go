@@ -95,6 +95,9 @@ type Services struct {
 	Embeds ledger.EmbedService
 	// Portal is what a signed-in partner reads and changes (issue 26).
 	Portal ledger.PortalService
+	// Payouts are a program's payouts, the partners' requests of them and
+	// their payout methods (issue 26, helper B).
+	Payouts ledger.PayoutService
 }
 
 // Check is a readiness probe of one dependency.

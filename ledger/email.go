@@ -30,6 +30,8 @@ const (
 	EmailApplicationApproved = "application_approved"
 	EmailApplicationRejected = "application_rejected"
 	EmailCommissionDigest    = "commission_digest"
+	// EmailPayoutPaid tells a partner a payout was paid (issue 26, helper B).
+	EmailPayoutPaid = "payout_paid"
 )
 
 // Limits and messages of email data.
@@ -44,7 +46,7 @@ const (
 
 // EmailKinds lists the kinds the worker renders.
 var EmailKinds = []string{EmailPartnerInvite, EmailApplicationReceived, EmailApplicationApproved, EmailApplicationRejected,
-	EmailCommissionDigest}
+	EmailCommissionDigest, EmailPayoutPaid}
 
 // EmailData is the data of one email kind.
 type EmailData interface {
@@ -198,6 +200,8 @@ func DecodeEmailData(kind string, raw json.RawMessage) (EmailData, error) {
 		d = &ApplicationRejectedEmail{}
 	case EmailCommissionDigest:
 		d = &CommissionDigestEmail{}
+	case EmailPayoutPaid:
+		d = &PayoutPaidEmail{}
 	default:
 		return nil, fmt.Errorf("unknown email kind %q", kind)
 	}

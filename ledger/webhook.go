@@ -37,6 +37,10 @@ const (
 	EventPartnerSuspended   = "partner.suspended"
 	EventCommissionApproved = "commission.approved"
 	EventCommissionRejected = "commission.rejected"
+	// Payouts (issue 26).
+	EventPayoutCreated = "payout.created"
+	EventPayoutPaid    = "payout.paid"
+	EventPayoutFailed  = "payout.failed"
 )
 
 const (
@@ -45,13 +49,15 @@ const (
 	maxWebhookURLLen         = 2048
 	webhookMessageIDPrefix   = "msg_"
 	webhookEventTypesMessage = "lead.created, sale.created, commission.created, commission.reversed, commission.refunded, " +
-		"partner.enrolled, partner.suspended, commission.approved, commission.rejected"
+		"partner.enrolled, partner.suspended, commission.approved, commission.rejected, " +
+		"payout.created, payout.paid, payout.failed"
 )
 
 // WebhookEventTypes lists the event types in the contract's order.
 var WebhookEventTypes = []string{EventLeadCreated, EventSaleCreated, EventCommissionCreated,
 	EventCommissionReversed, EventCommissionRefunded,
-	EventPartnerEnrolled, EventPartnerSuspended, EventCommissionApproved, EventCommissionRejected}
+	EventPartnerEnrolled, EventPartnerSuspended, EventCommissionApproved, EventCommissionRejected,
+	EventPayoutCreated, EventPayoutPaid, EventPayoutFailed}
 
 // ValidWebhookEvent reports whether s names an event type.
 func ValidWebhookEvent(s string) bool {

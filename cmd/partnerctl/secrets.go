@@ -80,7 +80,7 @@ func newRotateCommand(getenv func(string) string) *cobra.Command {
 				return fmt.Errorf("%v; SECRETS_KEY must hold every key secrets were sealed with", err)
 			}
 			service.NewLogger(cfg).Info("secrets re-sealed", "key", cfg.Secrets.PrimaryID(),
-				"webhook_secrets", n.WebhookSecrets, "stripe_secrets", n.StripeSecrets)
+				"webhook_secrets", n.WebhookSecrets, "stripe_secrets", n.StripeSecrets, "payout_methods", n.PayoutMethods)
 			fmt.Fprintf(cmd.OutOrStdout(), "re-sealed %d webhook secrets and %d Stripe secrets with key %s\n",
 				n.WebhookSecrets, n.StripeSecrets, cfg.Secrets.PrimaryID())
 			return nil

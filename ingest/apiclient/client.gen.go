@@ -729,6 +729,9 @@ const (
 	LeadCreated        DashWebhookEvent = "lead.created"
 	PartnerEnrolled    DashWebhookEvent = "partner.enrolled"
 	PartnerSuspended   DashWebhookEvent = "partner.suspended"
+	PayoutCreated      DashWebhookEvent = "payout.created"
+	PayoutFailed       DashWebhookEvent = "payout.failed"
+	PayoutPaid         DashWebhookEvent = "payout.paid"
 	SaleCreated        DashWebhookEvent = "sale.created"
 )
 
@@ -751,7 +754,34 @@ func (e DashWebhookEvent) Valid() bool {
 		return true
 	case PartnerSuspended:
 		return true
+	case PayoutCreated:
+		return true
+	case PayoutFailed:
+		return true
+	case PayoutPaid:
+		return true
 	case SaleCreated:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DuePayoutCurrency.
+const (
+	DuePayoutCurrencyEUR DuePayoutCurrency = "EUR"
+	DuePayoutCurrencyUSD DuePayoutCurrency = "USD"
+	DuePayoutCurrencyVND DuePayoutCurrency = "VND"
+)
+
+// Valid indicates whether the value is a known member of the DuePayoutCurrency enum.
+func (e DuePayoutCurrency) Valid() bool {
+	switch e {
+	case DuePayoutCurrencyEUR:
+		return true
+	case DuePayoutCurrencyUSD:
+		return true
+	case DuePayoutCurrencyVND:
 		return true
 	default:
 		return false
@@ -787,22 +817,43 @@ func (e InviteStatus) Valid() bool {
 
 // Defines values for InviteSkipReason.
 const (
-	AlreadyInvited InviteSkipReason = "already_invited"
-	AlreadyPartner InviteSkipReason = "already_partner"
-	Duplicate      InviteSkipReason = "duplicate"
-	UnknownPartner InviteSkipReason = "unknown_partner"
+	InviteSkipReasonAlreadyInvited InviteSkipReason = "already_invited"
+	InviteSkipReasonAlreadyPartner InviteSkipReason = "already_partner"
+	InviteSkipReasonDuplicate      InviteSkipReason = "duplicate"
+	InviteSkipReasonUnknownPartner InviteSkipReason = "unknown_partner"
 )
 
 // Valid indicates whether the value is a known member of the InviteSkipReason enum.
 func (e InviteSkipReason) Valid() bool {
 	switch e {
-	case AlreadyInvited:
+	case InviteSkipReasonAlreadyInvited:
 		return true
-	case AlreadyPartner:
+	case InviteSkipReasonAlreadyPartner:
 		return true
-	case Duplicate:
+	case InviteSkipReasonDuplicate:
 		return true
-	case UnknownPartner:
+	case InviteSkipReasonUnknownPartner:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for MaskedPayoutMethodMethod.
+const (
+	MaskedPayoutMethodMethodBankTransfer MaskedPayoutMethodMethod = "bank_transfer"
+	MaskedPayoutMethodMethodPaypal       MaskedPayoutMethodMethod = "paypal"
+	MaskedPayoutMethodMethodWise         MaskedPayoutMethodMethod = "wise"
+)
+
+// Valid indicates whether the value is a known member of the MaskedPayoutMethodMethod enum.
+func (e MaskedPayoutMethodMethod) Valid() bool {
+	switch e {
+	case MaskedPayoutMethodMethodBankTransfer:
+		return true
+	case MaskedPayoutMethodMethodPaypal:
+		return true
+	case MaskedPayoutMethodMethodWise:
 		return true
 	default:
 		return false
@@ -1129,13 +1180,13 @@ func (e OpProgramStatus) Valid() bool {
 
 // Defines values for OpUnlinkedUserUnlinked.
 const (
-	True OpUnlinkedUserUnlinked = true
+	OpUnlinkedUserUnlinkedTrue OpUnlinkedUserUnlinked = true
 )
 
 // Valid indicates whether the value is a known member of the OpUnlinkedUserUnlinked enum.
 func (e OpUnlinkedUserUnlinked) Valid() bool {
 	switch e {
-	case True:
+	case OpUnlinkedUserUnlinkedTrue:
 		return true
 	default:
 		return false
@@ -1391,6 +1442,90 @@ func (e PartnerInviteDeclinedDataStatus) Valid() bool {
 	}
 }
 
+// Defines values for PartnerPayoutCurrency.
+const (
+	PartnerPayoutCurrencyEUR PartnerPayoutCurrency = "EUR"
+	PartnerPayoutCurrencyUSD PartnerPayoutCurrency = "USD"
+	PartnerPayoutCurrencyVND PartnerPayoutCurrency = "VND"
+)
+
+// Valid indicates whether the value is a known member of the PartnerPayoutCurrency enum.
+func (e PartnerPayoutCurrency) Valid() bool {
+	switch e {
+	case PartnerPayoutCurrencyEUR:
+		return true
+	case PartnerPayoutCurrencyUSD:
+		return true
+	case PartnerPayoutCurrencyVND:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PartnerPayoutRequestedBy.
+const (
+	PartnerPayoutRequestedByBrand   PartnerPayoutRequestedBy = "brand"
+	PartnerPayoutRequestedByPartner PartnerPayoutRequestedBy = "partner"
+)
+
+// Valid indicates whether the value is a known member of the PartnerPayoutRequestedBy enum.
+func (e PartnerPayoutRequestedBy) Valid() bool {
+	switch e {
+	case PartnerPayoutRequestedByBrand:
+		return true
+	case PartnerPayoutRequestedByPartner:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PartnerPayoutStatus.
+const (
+	PartnerPayoutStatusFailed     PartnerPayoutStatus = "failed"
+	PartnerPayoutStatusPaid       PartnerPayoutStatus = "paid"
+	PartnerPayoutStatusPending    PartnerPayoutStatus = "pending"
+	PartnerPayoutStatusProcessing PartnerPayoutStatus = "processing"
+)
+
+// Valid indicates whether the value is a known member of the PartnerPayoutStatus enum.
+func (e PartnerPayoutStatus) Valid() bool {
+	switch e {
+	case PartnerPayoutStatusFailed:
+		return true
+	case PartnerPayoutStatusPaid:
+		return true
+	case PartnerPayoutStatusPending:
+		return true
+	case PartnerPayoutStatusProcessing:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PartnerPayoutRequestCurrency.
+const (
+	PartnerPayoutRequestCurrencyEUR PartnerPayoutRequestCurrency = "EUR"
+	PartnerPayoutRequestCurrencyUSD PartnerPayoutRequestCurrency = "USD"
+	PartnerPayoutRequestCurrencyVND PartnerPayoutRequestCurrency = "VND"
+)
+
+// Valid indicates whether the value is a known member of the PartnerPayoutRequestCurrency enum.
+func (e PartnerPayoutRequestCurrency) Valid() bool {
+	switch e {
+	case PartnerPayoutRequestCurrencyEUR:
+		return true
+	case PartnerPayoutRequestCurrencyUSD:
+		return true
+	case PartnerPayoutRequestCurrencyVND:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for PartnerProgramCommissionType.
 const (
 	PartnerProgramCommissionTypeFixed            PartnerProgramCommissionType = "fixed"
@@ -1499,6 +1634,147 @@ func (e PartnerStatsReportDataPeriod) Valid() bool {
 	case PartnerStatsReportDataPeriodN7d:
 		return true
 	case PartnerStatsReportDataPeriodN90d:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PayoutCurrency.
+const (
+	PayoutCurrencyEUR PayoutCurrency = "EUR"
+	PayoutCurrencyUSD PayoutCurrency = "USD"
+	PayoutCurrencyVND PayoutCurrency = "VND"
+)
+
+// Valid indicates whether the value is a known member of the PayoutCurrency enum.
+func (e PayoutCurrency) Valid() bool {
+	switch e {
+	case PayoutCurrencyEUR:
+		return true
+	case PayoutCurrencyUSD:
+		return true
+	case PayoutCurrencyVND:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PayoutRequestedBy.
+const (
+	PayoutRequestedByBrand   PayoutRequestedBy = "brand"
+	PayoutRequestedByPartner PayoutRequestedBy = "partner"
+)
+
+// Valid indicates whether the value is a known member of the PayoutRequestedBy enum.
+func (e PayoutRequestedBy) Valid() bool {
+	switch e {
+	case PayoutRequestedByBrand:
+		return true
+	case PayoutRequestedByPartner:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PayoutStatus.
+const (
+	PayoutStatusFailed     PayoutStatus = "failed"
+	PayoutStatusPaid       PayoutStatus = "paid"
+	PayoutStatusPending    PayoutStatus = "pending"
+	PayoutStatusProcessing PayoutStatus = "processing"
+)
+
+// Valid indicates whether the value is a known member of the PayoutStatus enum.
+func (e PayoutStatus) Valid() bool {
+	switch e {
+	case PayoutStatusFailed:
+		return true
+	case PayoutStatusPaid:
+		return true
+	case PayoutStatusPending:
+		return true
+	case PayoutStatusProcessing:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PayoutMethodDeletedDataDeleted.
+const (
+	PayoutMethodDeletedDataDeletedTrue PayoutMethodDeletedDataDeleted = true
+)
+
+// Valid indicates whether the value is a known member of the PayoutMethodDeletedDataDeleted enum.
+func (e PayoutMethodDeletedDataDeleted) Valid() bool {
+	switch e {
+	case PayoutMethodDeletedDataDeletedTrue:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PayoutMethodRequestMethod.
+const (
+	PayoutMethodRequestMethodBankTransfer PayoutMethodRequestMethod = "bank_transfer"
+	PayoutMethodRequestMethodPaypal       PayoutMethodRequestMethod = "paypal"
+	PayoutMethodRequestMethodWise         PayoutMethodRequestMethod = "wise"
+)
+
+// Valid indicates whether the value is a known member of the PayoutMethodRequestMethod enum.
+func (e PayoutMethodRequestMethod) Valid() bool {
+	switch e {
+	case PayoutMethodRequestMethodBankTransfer:
+		return true
+	case PayoutMethodRequestMethodPaypal:
+		return true
+	case PayoutMethodRequestMethodWise:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PayoutMethodResponseDataMethod.
+const (
+	PayoutMethodResponseDataMethodBankTransfer PayoutMethodResponseDataMethod = "bank_transfer"
+	PayoutMethodResponseDataMethodPaypal       PayoutMethodResponseDataMethod = "paypal"
+	PayoutMethodResponseDataMethodWise         PayoutMethodResponseDataMethod = "wise"
+)
+
+// Valid indicates whether the value is a known member of the PayoutMethodResponseDataMethod enum.
+func (e PayoutMethodResponseDataMethod) Valid() bool {
+	switch e {
+	case PayoutMethodResponseDataMethodBankTransfer:
+		return true
+	case PayoutMethodResponseDataMethodPaypal:
+		return true
+	case PayoutMethodResponseDataMethodWise:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PayoutRunResponseDataSkippedReason.
+const (
+	PayoutRunResponseDataSkippedReasonBelowMinimum PayoutRunResponseDataSkippedReason = "below_minimum"
+	PayoutRunResponseDataSkippedReasonDuplicate    PayoutRunResponseDataSkippedReason = "duplicate"
+	PayoutRunResponseDataSkippedReasonNotDue       PayoutRunResponseDataSkippedReason = "not_due"
+)
+
+// Valid indicates whether the value is a known member of the PayoutRunResponseDataSkippedReason enum.
+func (e PayoutRunResponseDataSkippedReason) Valid() bool {
+	switch e {
+	case PayoutRunResponseDataSkippedReasonBelowMinimum:
+		return true
+	case PayoutRunResponseDataSkippedReasonDuplicate:
+		return true
+	case PayoutRunResponseDataSkippedReasonNotDue:
 		return true
 	default:
 		return false
@@ -2645,6 +2921,48 @@ func (e ListProgramPartnersParamsFormat) Valid() bool {
 	}
 }
 
+// Defines values for ListProgramPayoutsParamsStatus.
+const (
+	ListProgramPayoutsParamsStatusFailed     ListProgramPayoutsParamsStatus = "failed"
+	ListProgramPayoutsParamsStatusPaid       ListProgramPayoutsParamsStatus = "paid"
+	ListProgramPayoutsParamsStatusPending    ListProgramPayoutsParamsStatus = "pending"
+	ListProgramPayoutsParamsStatusProcessing ListProgramPayoutsParamsStatus = "processing"
+)
+
+// Valid indicates whether the value is a known member of the ListProgramPayoutsParamsStatus enum.
+func (e ListProgramPayoutsParamsStatus) Valid() bool {
+	switch e {
+	case ListProgramPayoutsParamsStatusFailed:
+		return true
+	case ListProgramPayoutsParamsStatusPaid:
+		return true
+	case ListProgramPayoutsParamsStatusPending:
+		return true
+	case ListProgramPayoutsParamsStatusProcessing:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListProgramPayoutsParamsFormat.
+const (
+	ListProgramPayoutsParamsFormatCsv  ListProgramPayoutsParamsFormat = "csv"
+	ListProgramPayoutsParamsFormatJson ListProgramPayoutsParamsFormat = "json"
+)
+
+// Valid indicates whether the value is a known member of the ListProgramPayoutsParamsFormat enum.
+func (e ListProgramPayoutsParamsFormat) Valid() bool {
+	switch e {
+	case ListProgramPayoutsParamsFormatCsv:
+		return true
+	case ListProgramPayoutsParamsFormatJson:
+		return true
+	default:
+		return false
+	}
+}
+
 // AgentProgramList defines model for AgentProgramList.
 type AgentProgramList struct {
 	Data []DashProgramSettings `json:"data"`
@@ -3482,6 +3800,28 @@ type DashWebhookList struct {
 	} `json:"data"`
 }
 
+// DuePayout defines model for DuePayout.
+type DuePayout struct {
+	// Amount The approved balance in the program currency.
+	Amount       json.Number       `json:"amount"`
+	Currency     DuePayoutCurrency `json:"currency"`
+	MethodOnFile bool              `json:"method_on_file"`
+	Partner      struct {
+		Email string `json:"email"`
+		Id    int64  `json:"id"`
+		Name  string `json:"name"`
+	} `json:"partner"`
+	PayoutMethod *MaskedPayoutMethod `json:"payout_method"`
+}
+
+// DuePayoutCurrency defines model for DuePayout.Currency.
+type DuePayoutCurrency string
+
+// DuePayoutList defines model for DuePayoutList.
+type DuePayoutList struct {
+	Data []DuePayout `json:"data"`
+}
+
 // EmbedTokenRequest defines model for EmbedTokenRequest.
 type EmbedTokenRequest struct {
 	// Email The brand's user, who becomes (or is) the partner of this email.
@@ -3598,6 +3938,16 @@ type KeyRotationError struct {
 		Status  interface{} `json:"status,omitempty"`
 	} `json:"error"`
 }
+
+// MaskedPayoutMethod defines model for MaskedPayoutMethod.
+type MaskedPayoutMethod struct {
+	// Details The details masked ("j***@example.com", "IBAN •••• 1234", "•••• 1234"); holder, bank name, SWIFT/BIC and country as given.
+	Details map[string]string        `json:"details"`
+	Method  MaskedPayoutMethodMethod `json:"method"`
+}
+
+// MaskedPayoutMethodMethod defines model for MaskedPayoutMethod.Method.
+type MaskedPayoutMethodMethod string
 
 // OpAddMemberRequest A member to add.
 type OpAddMemberRequest struct {
@@ -4263,6 +4613,66 @@ type PartnerNumbers struct {
 	Leads int `json:"leads"`
 }
 
+// PartnerPayout A payout as its partner sees it. Money in major units of its currency, exact.
+type PartnerPayout struct {
+	Amount json.Number `json:"amount"`
+
+	// Clawback What refunds took back, after the payout was paid, of the commissions it paid (0 when none).
+	Clawback  json.Number           `json:"clawback"`
+	CreatedAt time.Time             `json:"created_at"`
+	Currency  PartnerPayoutCurrency `json:"currency"`
+
+	// ExternalReference The payment's reference given when it was marked paid.
+	ExternalReference *string    `json:"external_reference"`
+	FailedAt          *time.Time `json:"failed_at"`
+
+	// FailureReason Why it failed.
+	FailureReason *string       `json:"failure_reason"`
+	Id            int64         `json:"id"`
+	PaidAt        *time.Time    `json:"paid_at"`
+	ProcessingAt  *time.Time    `json:"processing_at"`
+	Program       PayoutProgram `json:"program"`
+
+	// RequestedBy `brand`: a payout run; `partner`: the partner asked for it.
+	RequestedBy PartnerPayoutRequestedBy `json:"requested_by"`
+	Status      PartnerPayoutStatus      `json:"status"`
+
+	// Warnings Words for the brand and the partner when the clawback is not zero; empty otherwise.
+	Warnings []string `json:"warnings"`
+}
+
+// PartnerPayoutCurrency defines model for PartnerPayout.Currency.
+type PartnerPayoutCurrency string
+
+// PartnerPayoutRequestedBy `brand`: a payout run; `partner`: the partner asked for it.
+type PartnerPayoutRequestedBy string
+
+// PartnerPayoutStatus defines model for PartnerPayout.Status.
+type PartnerPayoutStatus string
+
+// PartnerPayoutList defines model for PartnerPayoutList.
+type PartnerPayoutList struct {
+	Data []PartnerPayout `json:"data"`
+}
+
+// PartnerPayoutRequest defines model for PartnerPayoutRequest.
+type PartnerPayoutRequest struct {
+	// Amount Major units; absent is the whole approved balance.
+	Amount *json.Number `json:"amount,omitempty"`
+
+	// Currency Absent is the program currency.
+	Currency *PartnerPayoutRequestCurrency `json:"currency,omitempty"`
+}
+
+// PartnerPayoutRequestCurrency Absent is the program currency.
+type PartnerPayoutRequestCurrency string
+
+// PartnerPayoutResponse defines model for PartnerPayoutResponse.
+type PartnerPayoutResponse struct {
+	// Data A payout as its partner sees it. Money in major units of its currency, exact.
+	Data PartnerPayout `json:"data"`
+}
+
 // PartnerProgram One of the partner's enrollments, with the terms of its group.
 type PartnerProgram struct {
 	// Commission The group's commission in words, as the public page writes it.
@@ -4364,6 +4774,137 @@ type PartnerStatsReportDataCurrency string
 
 // PartnerStatsReportDataPeriod defines model for PartnerStatsReport.Data.Period.
 type PartnerStatsReportDataPeriod string
+
+// Payout A payout of the program as the brand sees it, with its partner.
+type Payout struct {
+	Amount json.Number `json:"amount"`
+
+	// Clawback What refunds took back, after the payout was paid, of the commissions it paid (0 when none).
+	Clawback  json.Number    `json:"clawback"`
+	CreatedAt time.Time      `json:"created_at"`
+	Currency  PayoutCurrency `json:"currency"`
+
+	// ExternalReference The payment's reference given when it was marked paid.
+	ExternalReference *string    `json:"external_reference"`
+	FailedAt          *time.Time `json:"failed_at"`
+
+	// FailureReason Why it failed.
+	FailureReason *string    `json:"failure_reason"`
+	Id            int64      `json:"id"`
+	PaidAt        *time.Time `json:"paid_at"`
+	Partner       struct {
+		Email string `json:"email"`
+		Id    int64  `json:"id"`
+		Name  string `json:"name"`
+	} `json:"partner"`
+	ProcessingAt *time.Time    `json:"processing_at"`
+	Program      PayoutProgram `json:"program"`
+
+	// RequestedBy `brand`: a payout run; `partner`: the partner asked for it.
+	RequestedBy PayoutRequestedBy `json:"requested_by"`
+	Status      PayoutStatus      `json:"status"`
+
+	// Warnings Words for the brand and the partner when the clawback is not zero; empty otherwise.
+	Warnings []string `json:"warnings"`
+}
+
+// PayoutCurrency defines model for Payout.Currency.
+type PayoutCurrency string
+
+// PayoutRequestedBy `brand`: a payout run; `partner`: the partner asked for it.
+type PayoutRequestedBy string
+
+// PayoutStatus defines model for Payout.Status.
+type PayoutStatus string
+
+// PayoutList defines model for PayoutList.
+type PayoutList struct {
+	Data []Payout `json:"data"`
+	Meta struct {
+		Pagination struct {
+			Page      int `json:"page"`
+			PageCount int `json:"pageCount"`
+			PageSize  int `json:"pageSize"`
+
+			// Total Payouts matching the filters.
+			Total int `json:"total"`
+		} `json:"pagination"`
+	} `json:"meta"`
+}
+
+// PayoutMarkFailedRequest defines model for PayoutMarkFailedRequest.
+type PayoutMarkFailedRequest struct {
+	Reason string `json:"reason"`
+}
+
+// PayoutMarkPaidRequest defines model for PayoutMarkPaidRequest.
+type PayoutMarkPaidRequest struct {
+	ExternalReference string `json:"external_reference"`
+}
+
+// PayoutMethodDeleted defines model for PayoutMethodDeleted.
+type PayoutMethodDeleted struct {
+	Data struct {
+		Deleted PayoutMethodDeletedDataDeleted `json:"deleted"`
+	} `json:"data"`
+}
+
+// PayoutMethodDeletedDataDeleted defines model for PayoutMethodDeleted.Data.Deleted.
+type PayoutMethodDeletedDataDeleted bool
+
+// PayoutMethodRequest defines model for PayoutMethodRequest.
+type PayoutMethodRequest struct {
+	Details map[string]string         `json:"details"`
+	Method  PayoutMethodRequestMethod `json:"method"`
+}
+
+// PayoutMethodRequestMethod defines model for PayoutMethodRequest.Method.
+type PayoutMethodRequestMethod string
+
+// PayoutMethodResponse defines model for PayoutMethodResponse.
+type PayoutMethodResponse struct {
+	Data struct {
+		CreatedAt time.Time                      `json:"created_at"`
+		Details   map[string]string              `json:"details"`
+		Method    PayoutMethodResponseDataMethod `json:"method"`
+		UpdatedAt time.Time                      `json:"updated_at"`
+	} `json:"data"`
+}
+
+// PayoutMethodResponseDataMethod defines model for PayoutMethodResponse.Data.Method.
+type PayoutMethodResponseDataMethod string
+
+// PayoutProgram defines model for PayoutProgram.
+type PayoutProgram struct {
+	Id   int64  `json:"id"`
+	Name string `json:"name"`
+}
+
+// PayoutResponse defines model for PayoutResponse.
+type PayoutResponse struct {
+	// Data A payout of the program as the brand sees it, with its partner.
+	Data Payout `json:"data"`
+}
+
+// PayoutRunRequest defines model for PayoutRunRequest.
+type PayoutRunRequest struct {
+	// PartnerIds Only these partners (each still needs a due balance); absent is every due partner.
+	PartnerIds *[]int64 `json:"partner_ids,omitempty"`
+}
+
+// PayoutRunResponse defines model for PayoutRunResponse.
+type PayoutRunResponse struct {
+	Data struct {
+		Created []Payout `json:"created"`
+		Skipped []struct {
+			PartnerId int64                              `json:"partner_id"`
+			Reason    PayoutRunResponseDataSkippedReason `json:"reason"`
+		} `json:"skipped"`
+	} `json:"data"`
+}
+
+// PayoutRunResponseDataSkippedReason defines model for PayoutRunResponse.Data.Skipped.Reason.
+type PayoutRunResponseDataSkippedReason string
 
 // PerformanceMetrics defines model for PerformanceMetrics.
 type PerformanceMetrics struct {
@@ -5852,6 +6393,30 @@ type ListProgramPartnersParamsStatus string
 // ListProgramPartnersParamsFormat defines parameters for ListProgramPartners.
 type ListProgramPartnersParamsFormat string
 
+// ListProgramPayoutsParams defines parameters for ListProgramPayouts.
+type ListProgramPayoutsParams struct {
+	// Page 1-indexed page (empty is absent).
+	Page *int `form:"page,omitempty" json:"page,omitempty"`
+
+	// PageSize Payouts per page (empty is absent).
+	PageSize *int `form:"pageSize,omitempty" json:"pageSize,omitempty"`
+
+	// Status Only payouts with this status (empty is every status).
+	Status *ListProgramPayoutsParamsStatus `form:"status,omitempty" json:"status,omitempty"`
+
+	// PartnerId Only this partner's payouts (empty is absent).
+	PartnerId *int64 `form:"partner_id,omitempty" json:"partner_id,omitempty"`
+
+	// Format `json` (the default) or `csv` (owners and admins).
+	Format *ListProgramPayoutsParamsFormat `form:"format,omitempty" json:"format,omitempty"`
+}
+
+// ListProgramPayoutsParamsStatus defines parameters for ListProgramPayouts.
+type ListProgramPayoutsParamsStatus string
+
+// ListProgramPayoutsParamsFormat defines parameters for ListProgramPayouts.
+type ListProgramPayoutsParamsFormat string
+
 // PreflightPublicProgramParams defines parameters for PreflightPublicProgram.
 type PreflightPublicProgramParams struct {
 	// Origin The page's origin.
@@ -6039,8 +6604,14 @@ type PartnerApplyJSONRequestBody = PartnerApplicationRequest
 // AcceptPartnerInviteByTokenJSONRequestBody defines body for AcceptPartnerInviteByToken for application/json ContentType.
 type AcceptPartnerInviteByTokenJSONRequestBody = PartnerInviteAccept
 
+// PutPayoutMethodJSONRequestBody defines body for PutPayoutMethod for application/json ContentType.
+type PutPayoutMethodJSONRequestBody = PayoutMethodRequest
+
 // CreatePartnerLinkJSONRequestBody defines body for CreatePartnerLink for application/json ContentType.
 type CreatePartnerLinkJSONRequestBody = PartnerLinkCreate
+
+// RequestPartnerPayoutJSONRequestBody defines body for RequestPartnerPayout for application/json ContentType.
+type RequestPartnerPayoutJSONRequestBody = PartnerPayoutRequest
 
 // PartnerSignInJSONRequestBody defines body for PartnerSignIn for application/json ContentType.
 type PartnerSignInJSONRequestBody = DashSignInRequest
@@ -6077,6 +6648,15 @@ type UpdateBrandLinkJSONRequestBody = BrandLinkUpdate
 
 // UpdateProgramPartnerJSONRequestBody defines body for UpdateProgramPartner for application/json ContentType.
 type UpdateProgramPartnerJSONRequestBody = ProgramPartnerUpdate
+
+// CreateProgramPayoutsJSONRequestBody defines body for CreateProgramPayouts for application/json ContentType.
+type CreateProgramPayoutsJSONRequestBody = PayoutRunRequest
+
+// MarkPayoutFailedJSONRequestBody defines body for MarkPayoutFailed for application/json ContentType.
+type MarkPayoutFailedJSONRequestBody = PayoutMarkFailedRequest
+
+// MarkPayoutPaidJSONRequestBody defines body for MarkPayoutPaid for application/json ContentType.
+type MarkPayoutPaidJSONRequestBody = PayoutMarkPaidRequest
 
 // UpdateProgramSettingsJSONRequestBody defines body for UpdateProgramSettings for application/json ContentType.
 type UpdateProgramSettingsJSONRequestBody = DashSettingsUpdate
@@ -8054,6 +8634,64 @@ type ClientInterface interface {
 	// Corresponds with POST /api/v1/partner/notifications/{notificationId}/read (the `ReadPartnerNotification` operationId).
 	ReadPartnerNotification(ctx context.Context, notificationId int64, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// DeletePayoutMethod Remove my payout method
+	//
+	// Deletes the signed-in partner's payout method.
+	//
+	// Corresponds with DELETE /api/v1/partner/payout-method (the `DeletePayoutMethod` operationId).
+	DeletePayoutMethod(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetPayoutMethod Show my payout method, masked
+	//
+	// The signed-in partner's payout method, with its details masked (the full details are stored sealed).
+	//
+	// Corresponds with GET /api/v1/partner/payout-method (the `GetPayoutMethod` operationId).
+	GetPayoutMethod(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutPayoutMethodWithBody Store (replace) my payout method
+	//
+	// `method` is `bank_transfer`, `paypal` or `wise`; `details` is an
+	// object of strings. PayPal and Wise: `email`. Bank transfer:
+	// `account_holder` (1 to 200 characters), `iban` (checked with its
+	// check digits) or `account_number` (4 to 34 letters, digits,
+	// spaces or dashes), `swift_bic` (optional, 8 or 11 characters),
+	// `bank_name` (optional, 1 to 200 characters), `country` (ISO 3166
+	// alpha-2). Any other field is refused. The details are sealed with
+	// the service's secrets key; the answer, like every later read,
+	// shows them masked.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /api/v1/partner/payout-method (the `PutPayoutMethod` operationId).
+	PutPayoutMethodWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutPayoutMethod Store (replace) my payout method
+	//
+	// `method` is `bank_transfer`, `paypal` or `wise`; `details` is an
+	// object of strings. PayPal and Wise: `email`. Bank transfer:
+	// `account_holder` (1 to 200 characters), `iban` (checked with its
+	// check digits) or `account_number` (4 to 34 letters, digits,
+	// spaces or dashes), `swift_bic` (optional, 8 or 11 characters),
+	// `bank_name` (optional, 1 to 200 characters), `country` (ISO 3166
+	// alpha-2). Any other field is refused. The details are sealed with
+	// the service's secrets key; the answer, like every later read,
+	// shows them masked.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /api/v1/partner/payout-method (the `PutPayoutMethod` operationId).
+	PutPayoutMethod(ctx context.Context, body PutPayoutMethodJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListPartnerPayouts List my payouts in every program
+	//
+	// The signed-in partner's payouts in every program, newest first
+	// (at most the newest 500): the program, status, amount, currency,
+	// dates, the brand's external reference, the failure reason, and
+	// the clawback with its warnings.
+	//
+	// Corresponds with GET /api/v1/partner/payouts (the `ListPartnerPayouts` operationId).
+	ListPartnerPayouts(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// PartnerPrograms List the signed-in partner's programs
 	//
 	// Every enrollment of the partner (active, suspended and removed),
@@ -8103,6 +8741,44 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /api/v1/partner/programs/{programId}/links (the `CreatePartnerLink` operationId).
 	CreatePartnerLink(ctx context.Context, programId int64, body CreatePartnerLinkJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RequestPartnerPayoutWithBody Ask to be paid my approved balance in a program
+	//
+	// The signed-in partner asks for a payout in a program it is a
+	// partner of (another program is a 404). `amount` (optional, major
+	// units, exact to the currency's minor unit) defaults to the whole
+	// approved balance; `currency` (optional) defaults to the program
+	// currency. The payout is `pending`, `requested_by: partner`, and
+	// its amount leaves the balance at once (the brand approves it by
+	// marking it processing, pays it, or fails it, which gives the
+	// money back). In the program currency the amount must reach the
+	// program's `minimum_payout`. Nothing to pay (a zero or negative
+	// balance, or one below the minimum when no amount is sent) is a
+	// 409; an amount above the balance or below the minimum is a 400.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/partner/programs/{programId}/payouts (the `RequestPartnerPayout` operationId).
+	RequestPartnerPayoutWithBody(ctx context.Context, programId int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RequestPartnerPayout Ask to be paid my approved balance in a program
+	//
+	// The signed-in partner asks for a payout in a program it is a
+	// partner of (another program is a 404). `amount` (optional, major
+	// units, exact to the currency's minor unit) defaults to the whole
+	// approved balance; `currency` (optional) defaults to the program
+	// currency. The payout is `pending`, `requested_by: partner`, and
+	// its amount leaves the balance at once (the brand approves it by
+	// marking it processing, pays it, or fails it, which gives the
+	// money back). In the program currency the amount must reach the
+	// program's `minimum_payout`. Nothing to pay (a zero or negative
+	// balance, or one below the minimum when no amount is sent) is a
+	// 409; an amount above the balance or below the minimum is a 400.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/partner/programs/{programId}/payouts (the `RequestPartnerPayout` operationId).
+	RequestPartnerPayout(ctx context.Context, programId int64, body RequestPartnerPayoutJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PartnerStats The partner's numbers in one of its programs, per day
 	//
@@ -8721,6 +9397,158 @@ type ClientInterface interface {
 	//
 	// Corresponds with PATCH /api/v1/programs/{id}/partners/{partnerId} (the `UpdateProgramPartner` operationId).
 	UpdateProgramPartner(ctx context.Context, id int64, partnerId int64, body UpdateProgramPartnerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListProgramPayouts List the program's payouts (or export them as CSV)
+	//
+	// Any member of the program's workspace (`partners:read`). The
+	// program's payouts, newest first (by id), with the event
+	// listing's paging (`page` from 1, `pageSize` 1 to 100, default
+	// 10), narrowed by `status` and `partner_id`. Money is in major
+	// units of the payout's currency, exact. `clawback` is what refunds
+	// took back, after the payout was paid, of the commissions it paid
+	// (the partner's balance may then be negative); `warnings` says so
+	// in words when it is not zero. With `format=csv` (owners and
+	// admins only: the file holds the partners' unsealed payout
+	// details) the answer is every matching payout as CSV, a header
+	// row and then the columns a PayPal mass payout upload reads first
+	// (recipient_email, amount, currency, unique_id, note), the bank
+	// transfer columns, and the payout's own (docs/portal.md).
+	//
+	// Corresponds with GET /api/v1/programs/{id}/payouts (the `ListProgramPayouts` operationId).
+	ListProgramPayouts(ctx context.Context, id int64, params *ListProgramPayoutsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateProgramPayoutsWithBody Pay the program's due partners
+	//
+	// Owner or admin (`partners:write`). Creates a payout for each
+	// partner whose approved balance in the program currency reaches
+	// the program's `minimum_payout` (the due list), or, with
+	// `partner_ids` (at most 500), for each partner named whose balance
+	// is due. Each payout moves the partner's whole approved balance in
+	// the program out with a `payout` balance entry, under the
+	// partner's balance lock: concurrent runs and requests serialise,
+	// and a payout never exceeds the balance. The payouts start
+	// `pending`; each writes the program's `payout.created` webhooks and
+	// an audit row (`payout.created`). `skipped` names each partner
+	// without a payout and why: `not_due` (no positive balance in the
+	// program, or not a partner of it), `below_minimum`, `duplicate`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/programs/{id}/payouts (the `CreateProgramPayouts` operationId).
+	CreateProgramPayoutsWithBody(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateProgramPayouts Pay the program's due partners
+	//
+	// Owner or admin (`partners:write`). Creates a payout for each
+	// partner whose approved balance in the program currency reaches
+	// the program's `minimum_payout` (the due list), or, with
+	// `partner_ids` (at most 500), for each partner named whose balance
+	// is due. Each payout moves the partner's whole approved balance in
+	// the program out with a `payout` balance entry, under the
+	// partner's balance lock: concurrent runs and requests serialise,
+	// and a payout never exceeds the balance. The payouts start
+	// `pending`; each writes the program's `payout.created` webhooks and
+	// an audit row (`payout.created`). `skipped` names each partner
+	// without a payout and why: `not_due` (no positive balance in the
+	// program, or not a partner of it), `below_minimum`, `duplicate`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/programs/{id}/payouts (the `CreateProgramPayouts` operationId).
+	CreateProgramPayouts(ctx context.Context, id int64, body CreateProgramPayoutsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListDuePayouts List the partners a payout is due to
+	//
+	// Any member (`partners:read`). The partners whose approved balance
+	// in the program currency (the sum of their balance entries that
+	// name the program) is positive and at least the program's
+	// `minimum_payout`, largest first: the amount, whether a payout
+	// method is on file, and its masked form.
+	//
+	// Corresponds with GET /api/v1/programs/{id}/payouts/due (the `ListDuePayouts` operationId).
+	ListDuePayouts(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// MarkPayoutFailedWithBody Mark a payout failed; its amount returns to the balance
+	//
+	// Owner or admin (`partners:write`). From `pending` or
+	// `processing`: the payout becomes `failed` with `reason` (required,
+	// 1 to 500 characters once trimmed) and a `payout_return` balance
+	// entry gives its amount back to the partner's approved balance in
+	// the program, in the same transaction. The partner gets an in-app
+	// notice; the program's `payout.failed` webhooks and an audit row
+	// are written. A payout already `failed` is answered unchanged; a
+	// `paid` one is a 409.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/programs/{id}/payouts/{payoutId}/mark-failed (the `MarkPayoutFailed` operationId).
+	MarkPayoutFailedWithBody(ctx context.Context, id int64, payoutId int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// MarkPayoutFailed Mark a payout failed; its amount returns to the balance
+	//
+	// Owner or admin (`partners:write`). From `pending` or
+	// `processing`: the payout becomes `failed` with `reason` (required,
+	// 1 to 500 characters once trimmed) and a `payout_return` balance
+	// entry gives its amount back to the partner's approved balance in
+	// the program, in the same transaction. The partner gets an in-app
+	// notice; the program's `payout.failed` webhooks and an audit row
+	// are written. A payout already `failed` is answered unchanged; a
+	// `paid` one is a 409.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/programs/{id}/payouts/{payoutId}/mark-failed (the `MarkPayoutFailed` operationId).
+	MarkPayoutFailed(ctx context.Context, id int64, payoutId int64, body MarkPayoutFailedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// MarkPayoutPaidWithBody Mark a payout paid with the payment's reference
+	//
+	// Owner or admin (`partners:write`). From `pending` or
+	// `processing`: the payout becomes `paid` with
+	// `external_reference` (required, 1 to 200 characters once trimmed:
+	// the bank's or PayPal's reference). The program's credited,
+	// approved commissions of the partner not yet paid out that the
+	// amount covers (oldest approval first, whole commissions) become
+	// `paid` by it. The partner gets an in-app notice and the
+	// `payout_paid` email; the program's `payout.paid` webhooks and an
+	// audit row are written in the same transaction. A payout already
+	// `paid` is answered unchanged (whatever the reference sent); a
+	// `failed` one is a 409.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/programs/{id}/payouts/{payoutId}/mark-paid (the `MarkPayoutPaid` operationId).
+	MarkPayoutPaidWithBody(ctx context.Context, id int64, payoutId int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// MarkPayoutPaid Mark a payout paid with the payment's reference
+	//
+	// Owner or admin (`partners:write`). From `pending` or
+	// `processing`: the payout becomes `paid` with
+	// `external_reference` (required, 1 to 200 characters once trimmed:
+	// the bank's or PayPal's reference). The program's credited,
+	// approved commissions of the partner not yet paid out that the
+	// amount covers (oldest approval first, whole commissions) become
+	// `paid` by it. The partner gets an in-app notice and the
+	// `payout_paid` email; the program's `payout.paid` webhooks and an
+	// audit row are written in the same transaction. A payout already
+	// `paid` is answered unchanged (whatever the reference sent); a
+	// `failed` one is a 409.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/programs/{id}/payouts/{payoutId}/mark-paid (the `MarkPayoutPaid` operationId).
+	MarkPayoutPaid(ctx context.Context, id int64, payoutId int64, body MarkPayoutPaidJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// MarkPayoutProcessing Mark a pending payout processing (approve a partner's request)
+	//
+	// Owner or admin (`partners:write`). A `pending` payout becomes
+	// `processing` (the brand has started paying it; for a payout the
+	// partner requested, this is the brand's approval). No body is
+	// read. A payout already `processing` is answered unchanged; a
+	// `paid` or `failed` one is a 409. An audit row
+	// (`payout.processing`) is written.
+	//
+	// Corresponds with POST /api/v1/programs/{id}/payouts/{payoutId}/mark-processing (the `MarkPayoutProcessing` operationId).
+	MarkPayoutProcessing(ctx context.Context, id int64, payoutId int64, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetProgramSettings Read a program's settings
 	//
@@ -10583,6 +11411,114 @@ func (c *Client) ReadPartnerNotification(ctx context.Context, notificationId int
 	return c.Client.Do(req)
 }
 
+// DeletePayoutMethod Remove my payout method
+//
+// Deletes the signed-in partner's payout method.
+//
+// Corresponds with DELETE /api/v1/partner/payout-method (the `DeletePayoutMethod` operationId).
+func (c *Client) DeletePayoutMethod(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeletePayoutMethodRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetPayoutMethod Show my payout method, masked
+//
+// The signed-in partner's payout method, with its details masked (the full details are stored sealed).
+//
+// Corresponds with GET /api/v1/partner/payout-method (the `GetPayoutMethod` operationId).
+func (c *Client) GetPayoutMethod(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetPayoutMethodRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutPayoutMethodWithBody Store (replace) my payout method
+//
+// `method` is `bank_transfer`, `paypal` or `wise`; `details` is an
+// object of strings. PayPal and Wise: `email`. Bank transfer:
+// `account_holder` (1 to 200 characters), `iban` (checked with its
+// check digits) or `account_number` (4 to 34 letters, digits,
+// spaces or dashes), `swift_bic` (optional, 8 or 11 characters),
+// `bank_name` (optional, 1 to 200 characters), `country` (ISO 3166
+// alpha-2). Any other field is refused. The details are sealed with
+// the service's secrets key; the answer, like every later read,
+// shows them masked.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /api/v1/partner/payout-method (the `PutPayoutMethod` operationId).
+func (c *Client) PutPayoutMethodWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutPayoutMethodRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutPayoutMethod Store (replace) my payout method
+//
+// `method` is `bank_transfer`, `paypal` or `wise`; `details` is an
+// object of strings. PayPal and Wise: `email`. Bank transfer:
+// `account_holder` (1 to 200 characters), `iban` (checked with its
+// check digits) or `account_number` (4 to 34 letters, digits,
+// spaces or dashes), `swift_bic` (optional, 8 or 11 characters),
+// `bank_name` (optional, 1 to 200 characters), `country` (ISO 3166
+// alpha-2). Any other field is refused. The details are sealed with
+// the service's secrets key; the answer, like every later read,
+// shows them masked.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /api/v1/partner/payout-method (the `PutPayoutMethod` operationId).
+func (c *Client) PutPayoutMethod(ctx context.Context, body PutPayoutMethodJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutPayoutMethodRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListPartnerPayouts List my payouts in every program
+//
+// The signed-in partner's payouts in every program, newest first
+// (at most the newest 500): the program, status, amount, currency,
+// dates, the brand's external reference, the failure reason, and
+// the clawback with its warnings.
+//
+// Corresponds with GET /api/v1/partner/payouts (the `ListPartnerPayouts` operationId).
+func (c *Client) ListPartnerPayouts(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListPartnerPayoutsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // PartnerPrograms List the signed-in partner's programs
 //
 // Every enrollment of the partner (active, suspended and removed),
@@ -10663,6 +11599,64 @@ func (c *Client) CreatePartnerLinkWithBody(ctx context.Context, programId int64,
 // Corresponds with POST /api/v1/partner/programs/{programId}/links (the `CreatePartnerLink` operationId).
 func (c *Client) CreatePartnerLink(ctx context.Context, programId int64, body CreatePartnerLinkJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCreatePartnerLinkRequest(c.Server, programId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RequestPartnerPayoutWithBody Ask to be paid my approved balance in a program
+//
+// The signed-in partner asks for a payout in a program it is a
+// partner of (another program is a 404). `amount` (optional, major
+// units, exact to the currency's minor unit) defaults to the whole
+// approved balance; `currency` (optional) defaults to the program
+// currency. The payout is `pending`, `requested_by: partner`, and
+// its amount leaves the balance at once (the brand approves it by
+// marking it processing, pays it, or fails it, which gives the
+// money back). In the program currency the amount must reach the
+// program's `minimum_payout`. Nothing to pay (a zero or negative
+// balance, or one below the minimum when no amount is sent) is a
+// 409; an amount above the balance or below the minimum is a 400.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/partner/programs/{programId}/payouts (the `RequestPartnerPayout` operationId).
+func (c *Client) RequestPartnerPayoutWithBody(ctx context.Context, programId int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRequestPartnerPayoutRequestWithBody(c.Server, programId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RequestPartnerPayout Ask to be paid my approved balance in a program
+//
+// The signed-in partner asks for a payout in a program it is a
+// partner of (another program is a 404). `amount` (optional, major
+// units, exact to the currency's minor unit) defaults to the whole
+// approved balance; `currency` (optional) defaults to the program
+// currency. The payout is `pending`, `requested_by: partner`, and
+// its amount leaves the balance at once (the brand approves it by
+// marking it processing, pays it, or fails it, which gives the
+// money back). In the program currency the amount must reach the
+// program's `minimum_payout`. Nothing to pay (a zero or negative
+// balance, or one below the minimum when no amount is sent) is a
+// 409; an amount above the balance or below the minimum is a 400.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/partner/programs/{programId}/payouts (the `RequestPartnerPayout` operationId).
+func (c *Client) RequestPartnerPayout(ctx context.Context, programId int64, body RequestPartnerPayoutJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRequestPartnerPayoutRequest(c.Server, programId, body)
 	if err != nil {
 		return nil, err
 	}
@@ -11681,6 +12675,248 @@ func (c *Client) UpdateProgramPartnerWithBody(ctx context.Context, id int64, par
 // Corresponds with PATCH /api/v1/programs/{id}/partners/{partnerId} (the `UpdateProgramPartner` operationId).
 func (c *Client) UpdateProgramPartner(ctx context.Context, id int64, partnerId int64, body UpdateProgramPartnerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUpdateProgramPartnerRequest(c.Server, id, partnerId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListProgramPayouts List the program's payouts (or export them as CSV)
+//
+// Any member of the program's workspace (`partners:read`). The
+// program's payouts, newest first (by id), with the event
+// listing's paging (`page` from 1, `pageSize` 1 to 100, default
+// 10), narrowed by `status` and `partner_id`. Money is in major
+// units of the payout's currency, exact. `clawback` is what refunds
+// took back, after the payout was paid, of the commissions it paid
+// (the partner's balance may then be negative); `warnings` says so
+// in words when it is not zero. With `format=csv` (owners and
+// admins only: the file holds the partners' unsealed payout
+// details) the answer is every matching payout as CSV, a header
+// row and then the columns a PayPal mass payout upload reads first
+// (recipient_email, amount, currency, unique_id, note), the bank
+// transfer columns, and the payout's own (docs/portal.md).
+//
+// Corresponds with GET /api/v1/programs/{id}/payouts (the `ListProgramPayouts` operationId).
+func (c *Client) ListProgramPayouts(ctx context.Context, id int64, params *ListProgramPayoutsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListProgramPayoutsRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateProgramPayoutsWithBody Pay the program's due partners
+//
+// Owner or admin (`partners:write`). Creates a payout for each
+// partner whose approved balance in the program currency reaches
+// the program's `minimum_payout` (the due list), or, with
+// `partner_ids` (at most 500), for each partner named whose balance
+// is due. Each payout moves the partner's whole approved balance in
+// the program out with a `payout` balance entry, under the
+// partner's balance lock: concurrent runs and requests serialise,
+// and a payout never exceeds the balance. The payouts start
+// `pending`; each writes the program's `payout.created` webhooks and
+// an audit row (`payout.created`). `skipped` names each partner
+// without a payout and why: `not_due` (no positive balance in the
+// program, or not a partner of it), `below_minimum`, `duplicate`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/programs/{id}/payouts (the `CreateProgramPayouts` operationId).
+func (c *Client) CreateProgramPayoutsWithBody(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateProgramPayoutsRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateProgramPayouts Pay the program's due partners
+//
+// Owner or admin (`partners:write`). Creates a payout for each
+// partner whose approved balance in the program currency reaches
+// the program's `minimum_payout` (the due list), or, with
+// `partner_ids` (at most 500), for each partner named whose balance
+// is due. Each payout moves the partner's whole approved balance in
+// the program out with a `payout` balance entry, under the
+// partner's balance lock: concurrent runs and requests serialise,
+// and a payout never exceeds the balance. The payouts start
+// `pending`; each writes the program's `payout.created` webhooks and
+// an audit row (`payout.created`). `skipped` names each partner
+// without a payout and why: `not_due` (no positive balance in the
+// program, or not a partner of it), `below_minimum`, `duplicate`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/programs/{id}/payouts (the `CreateProgramPayouts` operationId).
+func (c *Client) CreateProgramPayouts(ctx context.Context, id int64, body CreateProgramPayoutsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateProgramPayoutsRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListDuePayouts List the partners a payout is due to
+//
+// Any member (`partners:read`). The partners whose approved balance
+// in the program currency (the sum of their balance entries that
+// name the program) is positive and at least the program's
+// `minimum_payout`, largest first: the amount, whether a payout
+// method is on file, and its masked form.
+//
+// Corresponds with GET /api/v1/programs/{id}/payouts/due (the `ListDuePayouts` operationId).
+func (c *Client) ListDuePayouts(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListDuePayoutsRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// MarkPayoutFailedWithBody Mark a payout failed; its amount returns to the balance
+//
+// Owner or admin (`partners:write`). From `pending` or
+// `processing`: the payout becomes `failed` with `reason` (required,
+// 1 to 500 characters once trimmed) and a `payout_return` balance
+// entry gives its amount back to the partner's approved balance in
+// the program, in the same transaction. The partner gets an in-app
+// notice; the program's `payout.failed` webhooks and an audit row
+// are written. A payout already `failed` is answered unchanged; a
+// `paid` one is a 409.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/programs/{id}/payouts/{payoutId}/mark-failed (the `MarkPayoutFailed` operationId).
+func (c *Client) MarkPayoutFailedWithBody(ctx context.Context, id int64, payoutId int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewMarkPayoutFailedRequestWithBody(c.Server, id, payoutId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// MarkPayoutFailed Mark a payout failed; its amount returns to the balance
+//
+// Owner or admin (`partners:write`). From `pending` or
+// `processing`: the payout becomes `failed` with `reason` (required,
+// 1 to 500 characters once trimmed) and a `payout_return` balance
+// entry gives its amount back to the partner's approved balance in
+// the program, in the same transaction. The partner gets an in-app
+// notice; the program's `payout.failed` webhooks and an audit row
+// are written. A payout already `failed` is answered unchanged; a
+// `paid` one is a 409.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/programs/{id}/payouts/{payoutId}/mark-failed (the `MarkPayoutFailed` operationId).
+func (c *Client) MarkPayoutFailed(ctx context.Context, id int64, payoutId int64, body MarkPayoutFailedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewMarkPayoutFailedRequest(c.Server, id, payoutId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// MarkPayoutPaidWithBody Mark a payout paid with the payment's reference
+//
+// Owner or admin (`partners:write`). From `pending` or
+// `processing`: the payout becomes `paid` with
+// `external_reference` (required, 1 to 200 characters once trimmed:
+// the bank's or PayPal's reference). The program's credited,
+// approved commissions of the partner not yet paid out that the
+// amount covers (oldest approval first, whole commissions) become
+// `paid` by it. The partner gets an in-app notice and the
+// `payout_paid` email; the program's `payout.paid` webhooks and an
+// audit row are written in the same transaction. A payout already
+// `paid` is answered unchanged (whatever the reference sent); a
+// `failed` one is a 409.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/programs/{id}/payouts/{payoutId}/mark-paid (the `MarkPayoutPaid` operationId).
+func (c *Client) MarkPayoutPaidWithBody(ctx context.Context, id int64, payoutId int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewMarkPayoutPaidRequestWithBody(c.Server, id, payoutId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// MarkPayoutPaid Mark a payout paid with the payment's reference
+//
+// Owner or admin (`partners:write`). From `pending` or
+// `processing`: the payout becomes `paid` with
+// `external_reference` (required, 1 to 200 characters once trimmed:
+// the bank's or PayPal's reference). The program's credited,
+// approved commissions of the partner not yet paid out that the
+// amount covers (oldest approval first, whole commissions) become
+// `paid` by it. The partner gets an in-app notice and the
+// `payout_paid` email; the program's `payout.paid` webhooks and an
+// audit row are written in the same transaction. A payout already
+// `paid` is answered unchanged (whatever the reference sent); a
+// `failed` one is a 409.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/programs/{id}/payouts/{payoutId}/mark-paid (the `MarkPayoutPaid` operationId).
+func (c *Client) MarkPayoutPaid(ctx context.Context, id int64, payoutId int64, body MarkPayoutPaidJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewMarkPayoutPaidRequest(c.Server, id, payoutId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// MarkPayoutProcessing Mark a pending payout processing (approve a partner's request)
+//
+// Owner or admin (`partners:write`). A `pending` payout becomes
+// `processing` (the brand has started paying it; for a payout the
+// partner requested, this is the brand's approval). No body is
+// read. A payout already `processing` is answered unchanged; a
+// `paid` or `failed` one is a 409. An audit row
+// (`payout.processing`) is written.
+//
+// Corresponds with POST /api/v1/programs/{id}/payouts/{payoutId}/mark-processing (the `MarkPayoutProcessing` operationId).
+func (c *Client) MarkPayoutProcessing(ctx context.Context, id int64, payoutId int64, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewMarkPayoutProcessingRequest(c.Server, id, payoutId)
 	if err != nil {
 		return nil, err
 	}
@@ -14707,6 +15943,127 @@ func NewReadPartnerNotificationRequest(server string, notificationId int64) (*ht
 	return req, nil
 }
 
+// NewDeletePayoutMethodRequest constructs an http.Request for the DeletePayoutMethod method
+func NewDeletePayoutMethodRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/partner/payout-method")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetPayoutMethodRequest constructs an http.Request for the GetPayoutMethod method
+func NewGetPayoutMethodRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/partner/payout-method")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPutPayoutMethodRequest calls the generic PutPayoutMethod builder with application/json body
+func NewPutPayoutMethodRequest(server string, body PutPayoutMethodJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPutPayoutMethodRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewPutPayoutMethodRequestWithBody constructs an http.Request for the PutPayoutMethod method, with any body, and a specified content type
+func NewPutPayoutMethodRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/partner/payout-method")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewListPartnerPayoutsRequest constructs an http.Request for the ListPartnerPayouts method
+func NewListPartnerPayoutsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/partner/payouts")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewPartnerProgramsRequest constructs an http.Request for the PartnerPrograms method
 func NewPartnerProgramsRequest(server string) (*http.Request, error) {
 	var err error
@@ -14796,6 +16153,53 @@ func NewCreatePartnerLinkRequestWithBody(server string, programId int64, content
 	}
 
 	operationPath := fmt.Sprintf("/api/v1/partner/programs/%s/links", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewRequestPartnerPayoutRequest calls the generic RequestPartnerPayout builder with application/json body
+func NewRequestPartnerPayoutRequest(server string, programId int64, body RequestPartnerPayoutJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRequestPartnerPayoutRequestWithBody(server, programId, "application/json", bodyReader)
+}
+
+// NewRequestPartnerPayoutRequestWithBody constructs an http.Request for the RequestPartnerPayout method, with any body, and a specified content type
+func NewRequestPartnerPayoutRequestWithBody(server string, programId int64, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "programId", programId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/partner/programs/%s/payouts", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -16516,6 +17920,345 @@ func NewUpdateProgramPartnerRequestWithBody(server string, id int64, partnerId i
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewListProgramPayoutsRequest constructs an http.Request for the ListProgramPayouts method
+func NewListProgramPayoutsRequest(server string, id int64, params *ListProgramPayoutsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/programs/%s/payouts", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Page != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page", *params.Page, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.PageSize != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "pageSize", *params.PageSize, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Status != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "status", *params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.PartnerId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "partner_id", *params.PartnerId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Format != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "format", *params.Format, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateProgramPayoutsRequest calls the generic CreateProgramPayouts builder with application/json body
+func NewCreateProgramPayoutsRequest(server string, id int64, body CreateProgramPayoutsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateProgramPayoutsRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewCreateProgramPayoutsRequestWithBody constructs an http.Request for the CreateProgramPayouts method, with any body, and a specified content type
+func NewCreateProgramPayoutsRequestWithBody(server string, id int64, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/programs/%s/payouts", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewListDuePayoutsRequest constructs an http.Request for the ListDuePayouts method
+func NewListDuePayoutsRequest(server string, id int64) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/programs/%s/payouts/due", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewMarkPayoutFailedRequest calls the generic MarkPayoutFailed builder with application/json body
+func NewMarkPayoutFailedRequest(server string, id int64, payoutId int64, body MarkPayoutFailedJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewMarkPayoutFailedRequestWithBody(server, id, payoutId, "application/json", bodyReader)
+}
+
+// NewMarkPayoutFailedRequestWithBody constructs an http.Request for the MarkPayoutFailed method, with any body, and a specified content type
+func NewMarkPayoutFailedRequestWithBody(server string, id int64, payoutId int64, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "payoutId", payoutId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/programs/%s/payouts/%s/mark-failed", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewMarkPayoutPaidRequest calls the generic MarkPayoutPaid builder with application/json body
+func NewMarkPayoutPaidRequest(server string, id int64, payoutId int64, body MarkPayoutPaidJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewMarkPayoutPaidRequestWithBody(server, id, payoutId, "application/json", bodyReader)
+}
+
+// NewMarkPayoutPaidRequestWithBody constructs an http.Request for the MarkPayoutPaid method, with any body, and a specified content type
+func NewMarkPayoutPaidRequestWithBody(server string, id int64, payoutId int64, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "payoutId", payoutId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/programs/%s/payouts/%s/mark-paid", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewMarkPayoutProcessingRequest constructs an http.Request for the MarkPayoutProcessing method
+func NewMarkPayoutProcessingRequest(server string, id int64, payoutId int64) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "payoutId", payoutId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/programs/%s/payouts/%s/mark-processing", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
 
 	return req, nil
 }
@@ -18667,6 +20410,70 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/v1/partner/notifications/{notificationId}/read (the `ReadPartnerNotification` operationId).
 	ReadPartnerNotificationWithResponse(ctx context.Context, notificationId int64, reqEditors ...RequestEditorFn) (*ReadPartnerNotificationResponse, error)
 
+	// DeletePayoutMethodWithResponse Remove my payout method
+	//
+	// Deletes the signed-in partner's payout method.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /api/v1/partner/payout-method (the `DeletePayoutMethod` operationId).
+	DeletePayoutMethodWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*DeletePayoutMethodResponse, error)
+
+	// GetPayoutMethodWithResponse Show my payout method, masked
+	//
+	// The signed-in partner's payout method, with its details masked (the full details are stored sealed).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/partner/payout-method (the `GetPayoutMethod` operationId).
+	GetPayoutMethodWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetPayoutMethodResponse, error)
+
+	// PutPayoutMethodWithBodyWithResponse Store (replace) my payout method
+	//
+	// `method` is `bank_transfer`, `paypal` or `wise`; `details` is an
+	// object of strings. PayPal and Wise: `email`. Bank transfer:
+	// `account_holder` (1 to 200 characters), `iban` (checked with its
+	// check digits) or `account_number` (4 to 34 letters, digits,
+	// spaces or dashes), `swift_bic` (optional, 8 or 11 characters),
+	// `bank_name` (optional, 1 to 200 characters), `country` (ISO 3166
+	// alpha-2). Any other field is refused. The details are sealed with
+	// the service's secrets key; the answer, like every later read,
+	// shows them masked.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /api/v1/partner/payout-method (the `PutPayoutMethod` operationId).
+	PutPayoutMethodWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutPayoutMethodResponse, error)
+
+	// PutPayoutMethodWithResponse Store (replace) my payout method
+	//
+	// `method` is `bank_transfer`, `paypal` or `wise`; `details` is an
+	// object of strings. PayPal and Wise: `email`. Bank transfer:
+	// `account_holder` (1 to 200 characters), `iban` (checked with its
+	// check digits) or `account_number` (4 to 34 letters, digits,
+	// spaces or dashes), `swift_bic` (optional, 8 or 11 characters),
+	// `bank_name` (optional, 1 to 200 characters), `country` (ISO 3166
+	// alpha-2). Any other field is refused. The details are sealed with
+	// the service's secrets key; the answer, like every later read,
+	// shows them masked.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /api/v1/partner/payout-method (the `PutPayoutMethod` operationId).
+	PutPayoutMethodWithResponse(ctx context.Context, body PutPayoutMethodJSONRequestBody, reqEditors ...RequestEditorFn) (*PutPayoutMethodResponse, error)
+
+	// ListPartnerPayoutsWithResponse List my payouts in every program
+	//
+	// The signed-in partner's payouts in every program, newest first
+	// (at most the newest 500): the program, status, amount, currency,
+	// dates, the brand's external reference, the failure reason, and
+	// the clawback with its warnings.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/partner/payouts (the `ListPartnerPayouts` operationId).
+	ListPartnerPayoutsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListPartnerPayoutsResponse, error)
+
 	// PartnerProgramsWithResponse List the signed-in partner's programs
 	//
 	// Every enrollment of the partner (active, suspended and removed),
@@ -18720,6 +20527,44 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /api/v1/partner/programs/{programId}/links (the `CreatePartnerLink` operationId).
 	CreatePartnerLinkWithResponse(ctx context.Context, programId int64, body CreatePartnerLinkJSONRequestBody, reqEditors ...RequestEditorFn) (*CreatePartnerLinkResponse, error)
+
+	// RequestPartnerPayoutWithBodyWithResponse Ask to be paid my approved balance in a program
+	//
+	// The signed-in partner asks for a payout in a program it is a
+	// partner of (another program is a 404). `amount` (optional, major
+	// units, exact to the currency's minor unit) defaults to the whole
+	// approved balance; `currency` (optional) defaults to the program
+	// currency. The payout is `pending`, `requested_by: partner`, and
+	// its amount leaves the balance at once (the brand approves it by
+	// marking it processing, pays it, or fails it, which gives the
+	// money back). In the program currency the amount must reach the
+	// program's `minimum_payout`. Nothing to pay (a zero or negative
+	// balance, or one below the minimum when no amount is sent) is a
+	// 409; an amount above the balance or below the minimum is a 400.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/partner/programs/{programId}/payouts (the `RequestPartnerPayout` operationId).
+	RequestPartnerPayoutWithBodyWithResponse(ctx context.Context, programId int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RequestPartnerPayoutResponse, error)
+
+	// RequestPartnerPayoutWithResponse Ask to be paid my approved balance in a program
+	//
+	// The signed-in partner asks for a payout in a program it is a
+	// partner of (another program is a 404). `amount` (optional, major
+	// units, exact to the currency's minor unit) defaults to the whole
+	// approved balance; `currency` (optional) defaults to the program
+	// currency. The payout is `pending`, `requested_by: partner`, and
+	// its amount leaves the balance at once (the brand approves it by
+	// marking it processing, pays it, or fails it, which gives the
+	// money back). In the program currency the amount must reach the
+	// program's `minimum_payout`. Nothing to pay (a zero or negative
+	// balance, or one below the minimum when no amount is sent) is a
+	// 409; an amount above the balance or below the minimum is a 400.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/partner/programs/{programId}/payouts (the `RequestPartnerPayout` operationId).
+	RequestPartnerPayoutWithResponse(ctx context.Context, programId int64, body RequestPartnerPayoutJSONRequestBody, reqEditors ...RequestEditorFn) (*RequestPartnerPayoutResponse, error)
 
 	// PartnerStatsWithResponse The partner's numbers in one of its programs, per day
 	//
@@ -19370,6 +21215,164 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with PATCH /api/v1/programs/{id}/partners/{partnerId} (the `UpdateProgramPartner` operationId).
 	UpdateProgramPartnerWithResponse(ctx context.Context, id int64, partnerId int64, body UpdateProgramPartnerJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateProgramPartnerResponse, error)
+
+	// ListProgramPayoutsWithResponse List the program's payouts (or export them as CSV)
+	//
+	// Any member of the program's workspace (`partners:read`). The
+	// program's payouts, newest first (by id), with the event
+	// listing's paging (`page` from 1, `pageSize` 1 to 100, default
+	// 10), narrowed by `status` and `partner_id`. Money is in major
+	// units of the payout's currency, exact. `clawback` is what refunds
+	// took back, after the payout was paid, of the commissions it paid
+	// (the partner's balance may then be negative); `warnings` says so
+	// in words when it is not zero. With `format=csv` (owners and
+	// admins only: the file holds the partners' unsealed payout
+	// details) the answer is every matching payout as CSV, a header
+	// row and then the columns a PayPal mass payout upload reads first
+	// (recipient_email, amount, currency, unique_id, note), the bank
+	// transfer columns, and the payout's own (docs/portal.md).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/programs/{id}/payouts (the `ListProgramPayouts` operationId).
+	ListProgramPayoutsWithResponse(ctx context.Context, id int64, params *ListProgramPayoutsParams, reqEditors ...RequestEditorFn) (*ListProgramPayoutsResponse, error)
+
+	// CreateProgramPayoutsWithBodyWithResponse Pay the program's due partners
+	//
+	// Owner or admin (`partners:write`). Creates a payout for each
+	// partner whose approved balance in the program currency reaches
+	// the program's `minimum_payout` (the due list), or, with
+	// `partner_ids` (at most 500), for each partner named whose balance
+	// is due. Each payout moves the partner's whole approved balance in
+	// the program out with a `payout` balance entry, under the
+	// partner's balance lock: concurrent runs and requests serialise,
+	// and a payout never exceeds the balance. The payouts start
+	// `pending`; each writes the program's `payout.created` webhooks and
+	// an audit row (`payout.created`). `skipped` names each partner
+	// without a payout and why: `not_due` (no positive balance in the
+	// program, or not a partner of it), `below_minimum`, `duplicate`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/programs/{id}/payouts (the `CreateProgramPayouts` operationId).
+	CreateProgramPayoutsWithBodyWithResponse(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateProgramPayoutsResponse, error)
+
+	// CreateProgramPayoutsWithResponse Pay the program's due partners
+	//
+	// Owner or admin (`partners:write`). Creates a payout for each
+	// partner whose approved balance in the program currency reaches
+	// the program's `minimum_payout` (the due list), or, with
+	// `partner_ids` (at most 500), for each partner named whose balance
+	// is due. Each payout moves the partner's whole approved balance in
+	// the program out with a `payout` balance entry, under the
+	// partner's balance lock: concurrent runs and requests serialise,
+	// and a payout never exceeds the balance. The payouts start
+	// `pending`; each writes the program's `payout.created` webhooks and
+	// an audit row (`payout.created`). `skipped` names each partner
+	// without a payout and why: `not_due` (no positive balance in the
+	// program, or not a partner of it), `below_minimum`, `duplicate`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/programs/{id}/payouts (the `CreateProgramPayouts` operationId).
+	CreateProgramPayoutsWithResponse(ctx context.Context, id int64, body CreateProgramPayoutsJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateProgramPayoutsResponse, error)
+
+	// ListDuePayoutsWithResponse List the partners a payout is due to
+	//
+	// Any member (`partners:read`). The partners whose approved balance
+	// in the program currency (the sum of their balance entries that
+	// name the program) is positive and at least the program's
+	// `minimum_payout`, largest first: the amount, whether a payout
+	// method is on file, and its masked form.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/programs/{id}/payouts/due (the `ListDuePayouts` operationId).
+	ListDuePayoutsWithResponse(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*ListDuePayoutsResponse, error)
+
+	// MarkPayoutFailedWithBodyWithResponse Mark a payout failed; its amount returns to the balance
+	//
+	// Owner or admin (`partners:write`). From `pending` or
+	// `processing`: the payout becomes `failed` with `reason` (required,
+	// 1 to 500 characters once trimmed) and a `payout_return` balance
+	// entry gives its amount back to the partner's approved balance in
+	// the program, in the same transaction. The partner gets an in-app
+	// notice; the program's `payout.failed` webhooks and an audit row
+	// are written. A payout already `failed` is answered unchanged; a
+	// `paid` one is a 409.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/programs/{id}/payouts/{payoutId}/mark-failed (the `MarkPayoutFailed` operationId).
+	MarkPayoutFailedWithBodyWithResponse(ctx context.Context, id int64, payoutId int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*MarkPayoutFailedResponse, error)
+
+	// MarkPayoutFailedWithResponse Mark a payout failed; its amount returns to the balance
+	//
+	// Owner or admin (`partners:write`). From `pending` or
+	// `processing`: the payout becomes `failed` with `reason` (required,
+	// 1 to 500 characters once trimmed) and a `payout_return` balance
+	// entry gives its amount back to the partner's approved balance in
+	// the program, in the same transaction. The partner gets an in-app
+	// notice; the program's `payout.failed` webhooks and an audit row
+	// are written. A payout already `failed` is answered unchanged; a
+	// `paid` one is a 409.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/programs/{id}/payouts/{payoutId}/mark-failed (the `MarkPayoutFailed` operationId).
+	MarkPayoutFailedWithResponse(ctx context.Context, id int64, payoutId int64, body MarkPayoutFailedJSONRequestBody, reqEditors ...RequestEditorFn) (*MarkPayoutFailedResponse, error)
+
+	// MarkPayoutPaidWithBodyWithResponse Mark a payout paid with the payment's reference
+	//
+	// Owner or admin (`partners:write`). From `pending` or
+	// `processing`: the payout becomes `paid` with
+	// `external_reference` (required, 1 to 200 characters once trimmed:
+	// the bank's or PayPal's reference). The program's credited,
+	// approved commissions of the partner not yet paid out that the
+	// amount covers (oldest approval first, whole commissions) become
+	// `paid` by it. The partner gets an in-app notice and the
+	// `payout_paid` email; the program's `payout.paid` webhooks and an
+	// audit row are written in the same transaction. A payout already
+	// `paid` is answered unchanged (whatever the reference sent); a
+	// `failed` one is a 409.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/programs/{id}/payouts/{payoutId}/mark-paid (the `MarkPayoutPaid` operationId).
+	MarkPayoutPaidWithBodyWithResponse(ctx context.Context, id int64, payoutId int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*MarkPayoutPaidResponse, error)
+
+	// MarkPayoutPaidWithResponse Mark a payout paid with the payment's reference
+	//
+	// Owner or admin (`partners:write`). From `pending` or
+	// `processing`: the payout becomes `paid` with
+	// `external_reference` (required, 1 to 200 characters once trimmed:
+	// the bank's or PayPal's reference). The program's credited,
+	// approved commissions of the partner not yet paid out that the
+	// amount covers (oldest approval first, whole commissions) become
+	// `paid` by it. The partner gets an in-app notice and the
+	// `payout_paid` email; the program's `payout.paid` webhooks and an
+	// audit row are written in the same transaction. A payout already
+	// `paid` is answered unchanged (whatever the reference sent); a
+	// `failed` one is a 409.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/programs/{id}/payouts/{payoutId}/mark-paid (the `MarkPayoutPaid` operationId).
+	MarkPayoutPaidWithResponse(ctx context.Context, id int64, payoutId int64, body MarkPayoutPaidJSONRequestBody, reqEditors ...RequestEditorFn) (*MarkPayoutPaidResponse, error)
+
+	// MarkPayoutProcessingWithResponse Mark a pending payout processing (approve a partner's request)
+	//
+	// Owner or admin (`partners:write`). A `pending` payout becomes
+	// `processing` (the brand has started paying it; for a payout the
+	// partner requested, this is the brand's approval). No body is
+	// read. A payout already `processing` is answered unchanged; a
+	// `paid` or `failed` one is a 409. An audit row
+	// (`payout.processing`) is written.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/programs/{id}/payouts/{payoutId}/mark-processing (the `MarkPayoutProcessing` operationId).
+	MarkPayoutProcessingWithResponse(ctx context.Context, id int64, payoutId int64, reqEditors ...RequestEditorFn) (*MarkPayoutProcessingResponse, error)
 
 	// GetProgramSettingsWithResponse Read a program's settings
 	//
@@ -25382,6 +27385,352 @@ func (r ReadPartnerNotificationResponse) ContentType() string {
 	return ""
 }
 
+type DeletePayoutMethodResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *PayoutMethodDeleted
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *PartnerUnauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *PlatformError
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *PlatformError
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *PlatformError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r DeletePayoutMethodResponse) GetJSON200() *PayoutMethodDeleted {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DeletePayoutMethodResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeletePayoutMethodResponse) GetJSON401() *PartnerUnauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DeletePayoutMethodResponse) GetJSON404() *PlatformError {
+	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r DeletePayoutMethodResponse) GetJSON408() *PlatformError {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r DeletePayoutMethodResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r DeletePayoutMethodResponse) GetJSON431() *PlatformError {
+	return r.JSON431
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r DeletePayoutMethodResponse) GetJSON500() *PlatformError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r DeletePayoutMethodResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeletePayoutMethodResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeletePayoutMethodResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeletePayoutMethodResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetPayoutMethodResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *PayoutMethodResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *PartnerUnauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *PlatformError
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *PlatformError
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *PlatformError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetPayoutMethodResponse) GetJSON200() *PayoutMethodResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetPayoutMethodResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetPayoutMethodResponse) GetJSON401() *PartnerUnauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetPayoutMethodResponse) GetJSON404() *PlatformError {
+	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r GetPayoutMethodResponse) GetJSON408() *PlatformError {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r GetPayoutMethodResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r GetPayoutMethodResponse) GetJSON431() *PlatformError {
+	return r.JSON431
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetPayoutMethodResponse) GetJSON500() *PlatformError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetPayoutMethodResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetPayoutMethodResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetPayoutMethodResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetPayoutMethodResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type PutPayoutMethodResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *PayoutMethodResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *PartnerUnauthorized
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *PlatformError
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *PlatformError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PutPayoutMethodResponse) GetJSON200() *PayoutMethodResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PutPayoutMethodResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PutPayoutMethodResponse) GetJSON401() *PartnerUnauthorized {
+	return r.JSON401
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r PutPayoutMethodResponse) GetJSON408() *PlatformError {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PutPayoutMethodResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r PutPayoutMethodResponse) GetJSON431() *PlatformError {
+	return r.JSON431
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r PutPayoutMethodResponse) GetJSON500() *PlatformError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r PutPayoutMethodResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PutPayoutMethodResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PutPayoutMethodResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PutPayoutMethodResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type ListPartnerPayoutsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *PartnerPayoutList
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *PartnerUnauthorized
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *PlatformError
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *PlatformError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListPartnerPayoutsResponse) GetJSON200() *PartnerPayoutList {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListPartnerPayoutsResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListPartnerPayoutsResponse) GetJSON401() *PartnerUnauthorized {
+	return r.JSON401
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r ListPartnerPayoutsResponse) GetJSON408() *PlatformError {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r ListPartnerPayoutsResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r ListPartnerPayoutsResponse) GetJSON431() *PlatformError {
+	return r.JSON431
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListPartnerPayoutsResponse) GetJSON500() *PlatformError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ListPartnerPayoutsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListPartnerPayoutsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListPartnerPayoutsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListPartnerPayoutsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // PartnerProgramsResponse200Headers the declared response headers of an HTTP 200 response for PartnerPrograms
 type PartnerProgramsResponse200Headers struct {
 	XRateLimitLimit     *int
@@ -25861,6 +28210,103 @@ func (r CreatePartnerLinkResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r CreatePartnerLinkResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type RequestPartnerPayoutResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *PartnerPayoutResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *PartnerUnauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *PlatformError
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *PlatformError
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *PlatformError
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *PlatformError
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r RequestPartnerPayoutResponse) GetJSON201() *PartnerPayoutResponse {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r RequestPartnerPayoutResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r RequestPartnerPayoutResponse) GetJSON401() *PartnerUnauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r RequestPartnerPayoutResponse) GetJSON404() *PlatformError {
+	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r RequestPartnerPayoutResponse) GetJSON408() *PlatformError {
+	return r.JSON408
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r RequestPartnerPayoutResponse) GetJSON409() *PlatformError {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r RequestPartnerPayoutResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r RequestPartnerPayoutResponse) GetJSON431() *PlatformError {
+	return r.JSON431
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r RequestPartnerPayoutResponse) GetJSON500() *PlatformError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r RequestPartnerPayoutResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RequestPartnerPayoutResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RequestPartnerPayoutResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RequestPartnerPayoutResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -30737,6 +33183,1156 @@ func (r UpdateProgramPartnerResponse) ContentType() string {
 	return ""
 }
 
+// ListProgramPayoutsResponse200Headers the declared response headers of an HTTP 200 response for ListProgramPayouts
+type ListProgramPayoutsResponse200Headers struct {
+	ContentDisposition  *string
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// ListProgramPayoutsResponse400Headers the declared response headers of an HTTP 400 response for ListProgramPayouts
+type ListProgramPayoutsResponse400Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// ListProgramPayoutsResponse401Headers the declared response headers of an HTTP 401 response for ListProgramPayouts
+type ListProgramPayoutsResponse401Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// ListProgramPayoutsResponse403Headers the declared response headers of an HTTP 403 response for ListProgramPayouts
+type ListProgramPayoutsResponse403Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// ListProgramPayoutsResponse404Headers the declared response headers of an HTTP 404 response for ListProgramPayouts
+type ListProgramPayoutsResponse404Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// ListProgramPayoutsResponse413Headers the declared response headers of an HTTP 413 response for ListProgramPayouts
+type ListProgramPayoutsResponse413Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// ListProgramPayoutsResponse429Headers the declared response headers of an HTTP 429 response for ListProgramPayouts
+type ListProgramPayoutsResponse429Headers struct {
+	RetryAfter          *int
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// ListProgramPayoutsResponse500Headers the declared response headers of an HTTP 500 response for ListProgramPayouts
+type ListProgramPayoutsResponse500Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+type ListProgramPayoutsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *PayoutList
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *PlatformError
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PlatformError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *PlatformError
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TypedError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *PlatformError
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *PlatformError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListProgramPayoutsResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ListProgramPayoutsResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListProgramPayoutsResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ListProgramPayoutsResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *ListProgramPayoutsResponse404Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *ListProgramPayoutsResponse413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListProgramPayoutsResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ListProgramPayoutsResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListProgramPayoutsResponse) GetJSON200() *PayoutList {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListProgramPayoutsResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListProgramPayoutsResponse) GetJSON401() *PlatformError {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListProgramPayoutsResponse) GetJSON403() *PlatformError {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ListProgramPayoutsResponse) GetJSON404() *PlatformError {
+	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r ListProgramPayoutsResponse) GetJSON408() *PlatformError {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r ListProgramPayoutsResponse) GetJSON413() *TypedError {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListProgramPayoutsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r ListProgramPayoutsResponse) GetJSON431() *PlatformError {
+	return r.JSON431
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListProgramPayoutsResponse) GetJSON500() *PlatformError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ListProgramPayoutsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListProgramPayoutsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListProgramPayoutsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListProgramPayoutsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateProgramPayoutsResponse200Headers the declared response headers of an HTTP 200 response for CreateProgramPayouts
+type CreateProgramPayoutsResponse200Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// CreateProgramPayoutsResponse400Headers the declared response headers of an HTTP 400 response for CreateProgramPayouts
+type CreateProgramPayoutsResponse400Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// CreateProgramPayoutsResponse401Headers the declared response headers of an HTTP 401 response for CreateProgramPayouts
+type CreateProgramPayoutsResponse401Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// CreateProgramPayoutsResponse403Headers the declared response headers of an HTTP 403 response for CreateProgramPayouts
+type CreateProgramPayoutsResponse403Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// CreateProgramPayoutsResponse404Headers the declared response headers of an HTTP 404 response for CreateProgramPayouts
+type CreateProgramPayoutsResponse404Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// CreateProgramPayoutsResponse413Headers the declared response headers of an HTTP 413 response for CreateProgramPayouts
+type CreateProgramPayoutsResponse413Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// CreateProgramPayoutsResponse429Headers the declared response headers of an HTTP 429 response for CreateProgramPayouts
+type CreateProgramPayoutsResponse429Headers struct {
+	RetryAfter          *int
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// CreateProgramPayoutsResponse500Headers the declared response headers of an HTTP 500 response for CreateProgramPayouts
+type CreateProgramPayoutsResponse500Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+type CreateProgramPayoutsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *PayoutRunResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *PlatformError
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PlatformError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *PlatformError
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TypedError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *PlatformError
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *PlatformError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *CreateProgramPayoutsResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *CreateProgramPayoutsResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateProgramPayoutsResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *CreateProgramPayoutsResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *CreateProgramPayoutsResponse404Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *CreateProgramPayoutsResponse413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateProgramPayoutsResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *CreateProgramPayoutsResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CreateProgramPayoutsResponse) GetJSON200() *PayoutRunResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreateProgramPayoutsResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateProgramPayoutsResponse) GetJSON401() *PlatformError {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreateProgramPayoutsResponse) GetJSON403() *PlatformError {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CreateProgramPayoutsResponse) GetJSON404() *PlatformError {
+	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r CreateProgramPayoutsResponse) GetJSON408() *PlatformError {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreateProgramPayoutsResponse) GetJSON413() *TypedError {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CreateProgramPayoutsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r CreateProgramPayoutsResponse) GetJSON431() *PlatformError {
+	return r.JSON431
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CreateProgramPayoutsResponse) GetJSON500() *PlatformError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateProgramPayoutsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateProgramPayoutsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateProgramPayoutsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateProgramPayoutsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListDuePayoutsResponse200Headers the declared response headers of an HTTP 200 response for ListDuePayouts
+type ListDuePayoutsResponse200Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// ListDuePayoutsResponse400Headers the declared response headers of an HTTP 400 response for ListDuePayouts
+type ListDuePayoutsResponse400Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// ListDuePayoutsResponse401Headers the declared response headers of an HTTP 401 response for ListDuePayouts
+type ListDuePayoutsResponse401Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// ListDuePayoutsResponse403Headers the declared response headers of an HTTP 403 response for ListDuePayouts
+type ListDuePayoutsResponse403Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// ListDuePayoutsResponse404Headers the declared response headers of an HTTP 404 response for ListDuePayouts
+type ListDuePayoutsResponse404Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// ListDuePayoutsResponse413Headers the declared response headers of an HTTP 413 response for ListDuePayouts
+type ListDuePayoutsResponse413Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// ListDuePayoutsResponse429Headers the declared response headers of an HTTP 429 response for ListDuePayouts
+type ListDuePayoutsResponse429Headers struct {
+	RetryAfter          *int
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// ListDuePayoutsResponse500Headers the declared response headers of an HTTP 500 response for ListDuePayouts
+type ListDuePayoutsResponse500Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+type ListDuePayoutsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *DuePayoutList
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *PlatformError
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PlatformError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *PlatformError
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TypedError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *PlatformError
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *PlatformError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListDuePayoutsResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ListDuePayoutsResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListDuePayoutsResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ListDuePayoutsResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *ListDuePayoutsResponse404Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *ListDuePayoutsResponse413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListDuePayoutsResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ListDuePayoutsResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListDuePayoutsResponse) GetJSON200() *DuePayoutList {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListDuePayoutsResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListDuePayoutsResponse) GetJSON401() *PlatformError {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListDuePayoutsResponse) GetJSON403() *PlatformError {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ListDuePayoutsResponse) GetJSON404() *PlatformError {
+	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r ListDuePayoutsResponse) GetJSON408() *PlatformError {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r ListDuePayoutsResponse) GetJSON413() *TypedError {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListDuePayoutsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r ListDuePayoutsResponse) GetJSON431() *PlatformError {
+	return r.JSON431
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListDuePayoutsResponse) GetJSON500() *PlatformError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ListDuePayoutsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListDuePayoutsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListDuePayoutsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListDuePayoutsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// MarkPayoutFailedResponse200Headers the declared response headers of an HTTP 200 response for MarkPayoutFailed
+type MarkPayoutFailedResponse200Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// MarkPayoutFailedResponse400Headers the declared response headers of an HTTP 400 response for MarkPayoutFailed
+type MarkPayoutFailedResponse400Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// MarkPayoutFailedResponse401Headers the declared response headers of an HTTP 401 response for MarkPayoutFailed
+type MarkPayoutFailedResponse401Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// MarkPayoutFailedResponse403Headers the declared response headers of an HTTP 403 response for MarkPayoutFailed
+type MarkPayoutFailedResponse403Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// MarkPayoutFailedResponse404Headers the declared response headers of an HTTP 404 response for MarkPayoutFailed
+type MarkPayoutFailedResponse404Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// MarkPayoutFailedResponse409Headers the declared response headers of an HTTP 409 response for MarkPayoutFailed
+type MarkPayoutFailedResponse409Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// MarkPayoutFailedResponse413Headers the declared response headers of an HTTP 413 response for MarkPayoutFailed
+type MarkPayoutFailedResponse413Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// MarkPayoutFailedResponse429Headers the declared response headers of an HTTP 429 response for MarkPayoutFailed
+type MarkPayoutFailedResponse429Headers struct {
+	RetryAfter          *int
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// MarkPayoutFailedResponse500Headers the declared response headers of an HTTP 500 response for MarkPayoutFailed
+type MarkPayoutFailedResponse500Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+type MarkPayoutFailedResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *PayoutResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *PlatformError
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PlatformError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *PlatformError
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *PlatformError
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TypedError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *PlatformError
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *PlatformError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *MarkPayoutFailedResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *MarkPayoutFailedResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *MarkPayoutFailedResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *MarkPayoutFailedResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *MarkPayoutFailedResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *MarkPayoutFailedResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *MarkPayoutFailedResponse413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *MarkPayoutFailedResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *MarkPayoutFailedResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r MarkPayoutFailedResponse) GetJSON200() *PayoutResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r MarkPayoutFailedResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r MarkPayoutFailedResponse) GetJSON401() *PlatformError {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r MarkPayoutFailedResponse) GetJSON403() *PlatformError {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r MarkPayoutFailedResponse) GetJSON404() *PlatformError {
+	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r MarkPayoutFailedResponse) GetJSON408() *PlatformError {
+	return r.JSON408
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r MarkPayoutFailedResponse) GetJSON409() *PlatformError {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r MarkPayoutFailedResponse) GetJSON413() *TypedError {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r MarkPayoutFailedResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r MarkPayoutFailedResponse) GetJSON431() *PlatformError {
+	return r.JSON431
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r MarkPayoutFailedResponse) GetJSON500() *PlatformError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r MarkPayoutFailedResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r MarkPayoutFailedResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r MarkPayoutFailedResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r MarkPayoutFailedResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// MarkPayoutPaidResponse200Headers the declared response headers of an HTTP 200 response for MarkPayoutPaid
+type MarkPayoutPaidResponse200Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// MarkPayoutPaidResponse400Headers the declared response headers of an HTTP 400 response for MarkPayoutPaid
+type MarkPayoutPaidResponse400Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// MarkPayoutPaidResponse401Headers the declared response headers of an HTTP 401 response for MarkPayoutPaid
+type MarkPayoutPaidResponse401Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// MarkPayoutPaidResponse403Headers the declared response headers of an HTTP 403 response for MarkPayoutPaid
+type MarkPayoutPaidResponse403Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// MarkPayoutPaidResponse404Headers the declared response headers of an HTTP 404 response for MarkPayoutPaid
+type MarkPayoutPaidResponse404Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// MarkPayoutPaidResponse409Headers the declared response headers of an HTTP 409 response for MarkPayoutPaid
+type MarkPayoutPaidResponse409Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// MarkPayoutPaidResponse413Headers the declared response headers of an HTTP 413 response for MarkPayoutPaid
+type MarkPayoutPaidResponse413Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// MarkPayoutPaidResponse429Headers the declared response headers of an HTTP 429 response for MarkPayoutPaid
+type MarkPayoutPaidResponse429Headers struct {
+	RetryAfter          *int
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// MarkPayoutPaidResponse500Headers the declared response headers of an HTTP 500 response for MarkPayoutPaid
+type MarkPayoutPaidResponse500Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+type MarkPayoutPaidResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *PayoutResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *PlatformError
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PlatformError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *PlatformError
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *PlatformError
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TypedError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *PlatformError
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *PlatformError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *MarkPayoutPaidResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *MarkPayoutPaidResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *MarkPayoutPaidResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *MarkPayoutPaidResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *MarkPayoutPaidResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *MarkPayoutPaidResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *MarkPayoutPaidResponse413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *MarkPayoutPaidResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *MarkPayoutPaidResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r MarkPayoutPaidResponse) GetJSON200() *PayoutResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r MarkPayoutPaidResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r MarkPayoutPaidResponse) GetJSON401() *PlatformError {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r MarkPayoutPaidResponse) GetJSON403() *PlatformError {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r MarkPayoutPaidResponse) GetJSON404() *PlatformError {
+	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r MarkPayoutPaidResponse) GetJSON408() *PlatformError {
+	return r.JSON408
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r MarkPayoutPaidResponse) GetJSON409() *PlatformError {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r MarkPayoutPaidResponse) GetJSON413() *TypedError {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r MarkPayoutPaidResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r MarkPayoutPaidResponse) GetJSON431() *PlatformError {
+	return r.JSON431
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r MarkPayoutPaidResponse) GetJSON500() *PlatformError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r MarkPayoutPaidResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r MarkPayoutPaidResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r MarkPayoutPaidResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r MarkPayoutPaidResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// MarkPayoutProcessingResponse200Headers the declared response headers of an HTTP 200 response for MarkPayoutProcessing
+type MarkPayoutProcessingResponse200Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// MarkPayoutProcessingResponse400Headers the declared response headers of an HTTP 400 response for MarkPayoutProcessing
+type MarkPayoutProcessingResponse400Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// MarkPayoutProcessingResponse401Headers the declared response headers of an HTTP 401 response for MarkPayoutProcessing
+type MarkPayoutProcessingResponse401Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// MarkPayoutProcessingResponse403Headers the declared response headers of an HTTP 403 response for MarkPayoutProcessing
+type MarkPayoutProcessingResponse403Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// MarkPayoutProcessingResponse404Headers the declared response headers of an HTTP 404 response for MarkPayoutProcessing
+type MarkPayoutProcessingResponse404Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// MarkPayoutProcessingResponse409Headers the declared response headers of an HTTP 409 response for MarkPayoutProcessing
+type MarkPayoutProcessingResponse409Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+// MarkPayoutProcessingResponse413Headers the declared response headers of an HTTP 413 response for MarkPayoutProcessing
+type MarkPayoutProcessingResponse413Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// MarkPayoutProcessingResponse429Headers the declared response headers of an HTTP 429 response for MarkPayoutProcessing
+type MarkPayoutProcessingResponse429Headers struct {
+	RetryAfter          *int
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// MarkPayoutProcessingResponse500Headers the declared response headers of an HTTP 500 response for MarkPayoutProcessing
+type MarkPayoutProcessingResponse500Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+	XRequestID          *string
+}
+
+type MarkPayoutProcessingResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *PayoutResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *PlatformError
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PlatformError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *PlatformError
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *PlatformError
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TypedError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *PlatformError
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *PlatformError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *MarkPayoutProcessingResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *MarkPayoutProcessingResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *MarkPayoutProcessingResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *MarkPayoutProcessingResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *MarkPayoutProcessingResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *MarkPayoutProcessingResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *MarkPayoutProcessingResponse413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *MarkPayoutProcessingResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *MarkPayoutProcessingResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r MarkPayoutProcessingResponse) GetJSON200() *PayoutResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r MarkPayoutProcessingResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r MarkPayoutProcessingResponse) GetJSON401() *PlatformError {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r MarkPayoutProcessingResponse) GetJSON403() *PlatformError {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r MarkPayoutProcessingResponse) GetJSON404() *PlatformError {
+	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r MarkPayoutProcessingResponse) GetJSON408() *PlatformError {
+	return r.JSON408
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r MarkPayoutProcessingResponse) GetJSON409() *PlatformError {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r MarkPayoutProcessingResponse) GetJSON413() *TypedError {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r MarkPayoutProcessingResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r MarkPayoutProcessingResponse) GetJSON431() *PlatformError {
+	return r.JSON431
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r MarkPayoutProcessingResponse) GetJSON500() *PlatformError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r MarkPayoutProcessingResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r MarkPayoutProcessingResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r MarkPayoutProcessingResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r MarkPayoutProcessingResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetProgramSettingsResponse200Headers the declared response headers of an HTTP 200 response for GetProgramSettings
 type GetProgramSettingsResponse200Headers struct {
 	XRateLimitLimit     *int
@@ -35295,6 +38891,100 @@ func (c *ClientWithResponses) ReadPartnerNotificationWithResponse(ctx context.Co
 	return ParseReadPartnerNotificationResponse(rsp)
 }
 
+// DeletePayoutMethodWithResponse Remove my payout method
+//
+// Deletes the signed-in partner's payout method.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /api/v1/partner/payout-method (the `DeletePayoutMethod` operationId).
+func (c *ClientWithResponses) DeletePayoutMethodWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*DeletePayoutMethodResponse, error) {
+	rsp, err := c.DeletePayoutMethod(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeletePayoutMethodResponse(rsp)
+}
+
+// GetPayoutMethodWithResponse Show my payout method, masked
+//
+// The signed-in partner's payout method, with its details masked (the full details are stored sealed).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/partner/payout-method (the `GetPayoutMethod` operationId).
+func (c *ClientWithResponses) GetPayoutMethodWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetPayoutMethodResponse, error) {
+	rsp, err := c.GetPayoutMethod(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetPayoutMethodResponse(rsp)
+}
+
+// PutPayoutMethodWithBodyWithResponse Store (replace) my payout method
+//
+// `method` is `bank_transfer`, `paypal` or `wise`; `details` is an
+// object of strings. PayPal and Wise: `email`. Bank transfer:
+// `account_holder` (1 to 200 characters), `iban` (checked with its
+// check digits) or `account_number` (4 to 34 letters, digits,
+// spaces or dashes), `swift_bic` (optional, 8 or 11 characters),
+// `bank_name` (optional, 1 to 200 characters), `country` (ISO 3166
+// alpha-2). Any other field is refused. The details are sealed with
+// the service's secrets key; the answer, like every later read,
+// shows them masked.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /api/v1/partner/payout-method (the `PutPayoutMethod` operationId).
+func (c *ClientWithResponses) PutPayoutMethodWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutPayoutMethodResponse, error) {
+	rsp, err := c.PutPayoutMethodWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutPayoutMethodResponse(rsp)
+}
+
+// PutPayoutMethodWithResponse Store (replace) my payout method
+//
+// `method` is `bank_transfer`, `paypal` or `wise`; `details` is an
+// object of strings. PayPal and Wise: `email`. Bank transfer:
+// `account_holder` (1 to 200 characters), `iban` (checked with its
+// check digits) or `account_number` (4 to 34 letters, digits,
+// spaces or dashes), `swift_bic` (optional, 8 or 11 characters),
+// `bank_name` (optional, 1 to 200 characters), `country` (ISO 3166
+// alpha-2). Any other field is refused. The details are sealed with
+// the service's secrets key; the answer, like every later read,
+// shows them masked.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /api/v1/partner/payout-method (the `PutPayoutMethod` operationId).
+func (c *ClientWithResponses) PutPayoutMethodWithResponse(ctx context.Context, body PutPayoutMethodJSONRequestBody, reqEditors ...RequestEditorFn) (*PutPayoutMethodResponse, error) {
+	rsp, err := c.PutPayoutMethod(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutPayoutMethodResponse(rsp)
+}
+
+// ListPartnerPayoutsWithResponse List my payouts in every program
+//
+// The signed-in partner's payouts in every program, newest first
+// (at most the newest 500): the program, status, amount, currency,
+// dates, the brand's external reference, the failure reason, and
+// the clawback with its warnings.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/partner/payouts (the `ListPartnerPayouts` operationId).
+func (c *ClientWithResponses) ListPartnerPayoutsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListPartnerPayoutsResponse, error) {
+	rsp, err := c.ListPartnerPayouts(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListPartnerPayoutsResponse(rsp)
+}
+
 // PartnerProgramsWithResponse List the signed-in partner's programs
 //
 // Every enrollment of the partner (active, suspended and removed),
@@ -35371,6 +39061,56 @@ func (c *ClientWithResponses) CreatePartnerLinkWithResponse(ctx context.Context,
 		return nil, err
 	}
 	return ParseCreatePartnerLinkResponse(rsp)
+}
+
+// RequestPartnerPayoutWithBodyWithResponse Ask to be paid my approved balance in a program
+//
+// The signed-in partner asks for a payout in a program it is a
+// partner of (another program is a 404). `amount` (optional, major
+// units, exact to the currency's minor unit) defaults to the whole
+// approved balance; `currency` (optional) defaults to the program
+// currency. The payout is `pending`, `requested_by: partner`, and
+// its amount leaves the balance at once (the brand approves it by
+// marking it processing, pays it, or fails it, which gives the
+// money back). In the program currency the amount must reach the
+// program's `minimum_payout`. Nothing to pay (a zero or negative
+// balance, or one below the minimum when no amount is sent) is a
+// 409; an amount above the balance or below the minimum is a 400.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/partner/programs/{programId}/payouts (the `RequestPartnerPayout` operationId).
+func (c *ClientWithResponses) RequestPartnerPayoutWithBodyWithResponse(ctx context.Context, programId int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RequestPartnerPayoutResponse, error) {
+	rsp, err := c.RequestPartnerPayoutWithBody(ctx, programId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRequestPartnerPayoutResponse(rsp)
+}
+
+// RequestPartnerPayoutWithResponse Ask to be paid my approved balance in a program
+//
+// The signed-in partner asks for a payout in a program it is a
+// partner of (another program is a 404). `amount` (optional, major
+// units, exact to the currency's minor unit) defaults to the whole
+// approved balance; `currency` (optional) defaults to the program
+// currency. The payout is `pending`, `requested_by: partner`, and
+// its amount leaves the balance at once (the brand approves it by
+// marking it processing, pays it, or fails it, which gives the
+// money back). In the program currency the amount must reach the
+// program's `minimum_payout`. Nothing to pay (a zero or negative
+// balance, or one below the minimum when no amount is sent) is a
+// 409; an amount above the balance or below the minimum is a 400.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/partner/programs/{programId}/payouts (the `RequestPartnerPayout` operationId).
+func (c *ClientWithResponses) RequestPartnerPayoutWithResponse(ctx context.Context, programId int64, body RequestPartnerPayoutJSONRequestBody, reqEditors ...RequestEditorFn) (*RequestPartnerPayoutResponse, error) {
+	rsp, err := c.RequestPartnerPayout(ctx, programId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRequestPartnerPayoutResponse(rsp)
 }
 
 // PartnerStatsWithResponse The partner's numbers in one of its programs, per day
@@ -36261,6 +40001,218 @@ func (c *ClientWithResponses) UpdateProgramPartnerWithResponse(ctx context.Conte
 		return nil, err
 	}
 	return ParseUpdateProgramPartnerResponse(rsp)
+}
+
+// ListProgramPayoutsWithResponse List the program's payouts (or export them as CSV)
+//
+// Any member of the program's workspace (`partners:read`). The
+// program's payouts, newest first (by id), with the event
+// listing's paging (`page` from 1, `pageSize` 1 to 100, default
+// 10), narrowed by `status` and `partner_id`. Money is in major
+// units of the payout's currency, exact. `clawback` is what refunds
+// took back, after the payout was paid, of the commissions it paid
+// (the partner's balance may then be negative); `warnings` says so
+// in words when it is not zero. With `format=csv` (owners and
+// admins only: the file holds the partners' unsealed payout
+// details) the answer is every matching payout as CSV, a header
+// row and then the columns a PayPal mass payout upload reads first
+// (recipient_email, amount, currency, unique_id, note), the bank
+// transfer columns, and the payout's own (docs/portal.md).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/programs/{id}/payouts (the `ListProgramPayouts` operationId).
+func (c *ClientWithResponses) ListProgramPayoutsWithResponse(ctx context.Context, id int64, params *ListProgramPayoutsParams, reqEditors ...RequestEditorFn) (*ListProgramPayoutsResponse, error) {
+	rsp, err := c.ListProgramPayouts(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListProgramPayoutsResponse(rsp)
+}
+
+// CreateProgramPayoutsWithBodyWithResponse Pay the program's due partners
+//
+// Owner or admin (`partners:write`). Creates a payout for each
+// partner whose approved balance in the program currency reaches
+// the program's `minimum_payout` (the due list), or, with
+// `partner_ids` (at most 500), for each partner named whose balance
+// is due. Each payout moves the partner's whole approved balance in
+// the program out with a `payout` balance entry, under the
+// partner's balance lock: concurrent runs and requests serialise,
+// and a payout never exceeds the balance. The payouts start
+// `pending`; each writes the program's `payout.created` webhooks and
+// an audit row (`payout.created`). `skipped` names each partner
+// without a payout and why: `not_due` (no positive balance in the
+// program, or not a partner of it), `below_minimum`, `duplicate`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/programs/{id}/payouts (the `CreateProgramPayouts` operationId).
+func (c *ClientWithResponses) CreateProgramPayoutsWithBodyWithResponse(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateProgramPayoutsResponse, error) {
+	rsp, err := c.CreateProgramPayoutsWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateProgramPayoutsResponse(rsp)
+}
+
+// CreateProgramPayoutsWithResponse Pay the program's due partners
+//
+// Owner or admin (`partners:write`). Creates a payout for each
+// partner whose approved balance in the program currency reaches
+// the program's `minimum_payout` (the due list), or, with
+// `partner_ids` (at most 500), for each partner named whose balance
+// is due. Each payout moves the partner's whole approved balance in
+// the program out with a `payout` balance entry, under the
+// partner's balance lock: concurrent runs and requests serialise,
+// and a payout never exceeds the balance. The payouts start
+// `pending`; each writes the program's `payout.created` webhooks and
+// an audit row (`payout.created`). `skipped` names each partner
+// without a payout and why: `not_due` (no positive balance in the
+// program, or not a partner of it), `below_minimum`, `duplicate`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/programs/{id}/payouts (the `CreateProgramPayouts` operationId).
+func (c *ClientWithResponses) CreateProgramPayoutsWithResponse(ctx context.Context, id int64, body CreateProgramPayoutsJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateProgramPayoutsResponse, error) {
+	rsp, err := c.CreateProgramPayouts(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateProgramPayoutsResponse(rsp)
+}
+
+// ListDuePayoutsWithResponse List the partners a payout is due to
+//
+// Any member (`partners:read`). The partners whose approved balance
+// in the program currency (the sum of their balance entries that
+// name the program) is positive and at least the program's
+// `minimum_payout`, largest first: the amount, whether a payout
+// method is on file, and its masked form.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/programs/{id}/payouts/due (the `ListDuePayouts` operationId).
+func (c *ClientWithResponses) ListDuePayoutsWithResponse(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*ListDuePayoutsResponse, error) {
+	rsp, err := c.ListDuePayouts(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListDuePayoutsResponse(rsp)
+}
+
+// MarkPayoutFailedWithBodyWithResponse Mark a payout failed; its amount returns to the balance
+//
+// Owner or admin (`partners:write`). From `pending` or
+// `processing`: the payout becomes `failed` with `reason` (required,
+// 1 to 500 characters once trimmed) and a `payout_return` balance
+// entry gives its amount back to the partner's approved balance in
+// the program, in the same transaction. The partner gets an in-app
+// notice; the program's `payout.failed` webhooks and an audit row
+// are written. A payout already `failed` is answered unchanged; a
+// `paid` one is a 409.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/programs/{id}/payouts/{payoutId}/mark-failed (the `MarkPayoutFailed` operationId).
+func (c *ClientWithResponses) MarkPayoutFailedWithBodyWithResponse(ctx context.Context, id int64, payoutId int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*MarkPayoutFailedResponse, error) {
+	rsp, err := c.MarkPayoutFailedWithBody(ctx, id, payoutId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseMarkPayoutFailedResponse(rsp)
+}
+
+// MarkPayoutFailedWithResponse Mark a payout failed; its amount returns to the balance
+//
+// Owner or admin (`partners:write`). From `pending` or
+// `processing`: the payout becomes `failed` with `reason` (required,
+// 1 to 500 characters once trimmed) and a `payout_return` balance
+// entry gives its amount back to the partner's approved balance in
+// the program, in the same transaction. The partner gets an in-app
+// notice; the program's `payout.failed` webhooks and an audit row
+// are written. A payout already `failed` is answered unchanged; a
+// `paid` one is a 409.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/programs/{id}/payouts/{payoutId}/mark-failed (the `MarkPayoutFailed` operationId).
+func (c *ClientWithResponses) MarkPayoutFailedWithResponse(ctx context.Context, id int64, payoutId int64, body MarkPayoutFailedJSONRequestBody, reqEditors ...RequestEditorFn) (*MarkPayoutFailedResponse, error) {
+	rsp, err := c.MarkPayoutFailed(ctx, id, payoutId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseMarkPayoutFailedResponse(rsp)
+}
+
+// MarkPayoutPaidWithBodyWithResponse Mark a payout paid with the payment's reference
+//
+// Owner or admin (`partners:write`). From `pending` or
+// `processing`: the payout becomes `paid` with
+// `external_reference` (required, 1 to 200 characters once trimmed:
+// the bank's or PayPal's reference). The program's credited,
+// approved commissions of the partner not yet paid out that the
+// amount covers (oldest approval first, whole commissions) become
+// `paid` by it. The partner gets an in-app notice and the
+// `payout_paid` email; the program's `payout.paid` webhooks and an
+// audit row are written in the same transaction. A payout already
+// `paid` is answered unchanged (whatever the reference sent); a
+// `failed` one is a 409.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/programs/{id}/payouts/{payoutId}/mark-paid (the `MarkPayoutPaid` operationId).
+func (c *ClientWithResponses) MarkPayoutPaidWithBodyWithResponse(ctx context.Context, id int64, payoutId int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*MarkPayoutPaidResponse, error) {
+	rsp, err := c.MarkPayoutPaidWithBody(ctx, id, payoutId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseMarkPayoutPaidResponse(rsp)
+}
+
+// MarkPayoutPaidWithResponse Mark a payout paid with the payment's reference
+//
+// Owner or admin (`partners:write`). From `pending` or
+// `processing`: the payout becomes `paid` with
+// `external_reference` (required, 1 to 200 characters once trimmed:
+// the bank's or PayPal's reference). The program's credited,
+// approved commissions of the partner not yet paid out that the
+// amount covers (oldest approval first, whole commissions) become
+// `paid` by it. The partner gets an in-app notice and the
+// `payout_paid` email; the program's `payout.paid` webhooks and an
+// audit row are written in the same transaction. A payout already
+// `paid` is answered unchanged (whatever the reference sent); a
+// `failed` one is a 409.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/programs/{id}/payouts/{payoutId}/mark-paid (the `MarkPayoutPaid` operationId).
+func (c *ClientWithResponses) MarkPayoutPaidWithResponse(ctx context.Context, id int64, payoutId int64, body MarkPayoutPaidJSONRequestBody, reqEditors ...RequestEditorFn) (*MarkPayoutPaidResponse, error) {
+	rsp, err := c.MarkPayoutPaid(ctx, id, payoutId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseMarkPayoutPaidResponse(rsp)
+}
+
+// MarkPayoutProcessingWithResponse Mark a pending payout processing (approve a partner's request)
+//
+// Owner or admin (`partners:write`). A `pending` payout becomes
+// `processing` (the brand has started paying it; for a payout the
+// partner requested, this is the brand's approval). No body is
+// read. A payout already `processing` is answered unchanged; a
+// `paid` or `failed` one is a 409. An audit row
+// (`payout.processing`) is written.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/programs/{id}/payouts/{payoutId}/mark-processing (the `MarkPayoutProcessing` operationId).
+func (c *ClientWithResponses) MarkPayoutProcessingWithResponse(ctx context.Context, id int64, payoutId int64, reqEditors ...RequestEditorFn) (*MarkPayoutProcessingResponse, error) {
+	rsp, err := c.MarkPayoutProcessing(ctx, id, payoutId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseMarkPayoutProcessingResponse(rsp)
 }
 
 // GetProgramSettingsWithResponse Read a program's settings
@@ -44119,6 +48071,292 @@ func ParseReadPartnerNotificationResponse(rsp *http.Response) (*ReadPartnerNotif
 	return response, nil
 }
 
+// ParseDeletePayoutMethodResponse parses an HTTP response from a DeletePayoutMethodWithResponse call
+func ParseDeletePayoutMethodResponse(rsp *http.Response) (*DeletePayoutMethodResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeletePayoutMethodResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest PayoutMethodDeleted
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PartnerUnauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetPayoutMethodResponse parses an HTTP response from a GetPayoutMethodWithResponse call
+func ParseGetPayoutMethodResponse(rsp *http.Response) (*GetPayoutMethodResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetPayoutMethodResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest PayoutMethodResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PartnerUnauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParsePutPayoutMethodResponse parses an HTTP response from a PutPayoutMethodWithResponse call
+func ParsePutPayoutMethodResponse(rsp *http.Response) (*PutPayoutMethodResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PutPayoutMethodResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest PayoutMethodResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PartnerUnauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseListPartnerPayoutsResponse parses an HTTP response from a ListPartnerPayoutsWithResponse call
+func ParseListPartnerPayoutsResponse(rsp *http.Response) (*ListPartnerPayoutsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListPartnerPayoutsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest PartnerPayoutList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PartnerUnauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	return response, nil
+}
+
 // ParsePartnerProgramsResponse parses an HTTP response from a PartnerProgramsWithResponse call
 func ParsePartnerProgramsResponse(rsp *http.Response) (*PartnerProgramsResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -44944,6 +49182,88 @@ func ParseCreatePartnerLinkResponse(rsp *http.Response) (*CreatePartnerLinkRespo
 			headers.XRequestID = &value
 		}
 		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRequestPartnerPayoutResponse parses an HTTP response from a RequestPartnerPayoutWithResponse call
+func ParseRequestPartnerPayoutResponse(rsp *http.Response) (*RequestPartnerPayoutResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RequestPartnerPayoutResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest PartnerPayoutResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PartnerUnauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
 	}
 
 	return response, nil
@@ -53583,6 +57903,2128 @@ func ParseUpdateProgramPartnerResponse(rsp *http.Response) (*UpdateProgramPartne
 				return nil, err
 			}
 			headers.XRateLimitReset = &value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListProgramPayoutsResponse parses an HTTP response from a ListProgramPayoutsWithResponse call
+func ParseListProgramPayoutsResponse(rsp *http.Response) (*ListProgramPayoutsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListProgramPayoutsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest PayoutList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TypedError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case rsp.StatusCode == 200:
+		// Content-type (text/csv) unsupported
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListProgramPayoutsResponse200Headers
+		if values := rsp.Header.Values("Content-Disposition"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Disposition", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentDisposition = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ListProgramPayoutsResponse400Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListProgramPayoutsResponse401Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ListProgramPayoutsResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers ListProgramPayoutsResponse404Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 413:
+		var headers ListProgramPayoutsResponse413Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListProgramPayoutsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers ListProgramPayoutsResponse500Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateProgramPayoutsResponse parses an HTTP response from a CreateProgramPayoutsWithResponse call
+func ParseCreateProgramPayoutsResponse(rsp *http.Response) (*CreateProgramPayoutsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateProgramPayoutsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest PayoutRunResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TypedError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers CreateProgramPayoutsResponse200Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers CreateProgramPayoutsResponse400Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers CreateProgramPayoutsResponse401Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers CreateProgramPayoutsResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers CreateProgramPayoutsResponse404Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 413:
+		var headers CreateProgramPayoutsResponse413Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreateProgramPayoutsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers CreateProgramPayoutsResponse500Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListDuePayoutsResponse parses an HTTP response from a ListDuePayoutsWithResponse call
+func ParseListDuePayoutsResponse(rsp *http.Response) (*ListDuePayoutsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListDuePayoutsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest DuePayoutList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TypedError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListDuePayoutsResponse200Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ListDuePayoutsResponse400Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListDuePayoutsResponse401Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ListDuePayoutsResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers ListDuePayoutsResponse404Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 413:
+		var headers ListDuePayoutsResponse413Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListDuePayoutsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers ListDuePayoutsResponse500Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseMarkPayoutFailedResponse parses an HTTP response from a MarkPayoutFailedWithResponse call
+func ParseMarkPayoutFailedResponse(rsp *http.Response) (*MarkPayoutFailedResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &MarkPayoutFailedResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest PayoutResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TypedError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers MarkPayoutFailedResponse200Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers MarkPayoutFailedResponse400Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers MarkPayoutFailedResponse401Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers MarkPayoutFailedResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers MarkPayoutFailedResponse404Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers MarkPayoutFailedResponse409Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers MarkPayoutFailedResponse413Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers MarkPayoutFailedResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers MarkPayoutFailedResponse500Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseMarkPayoutPaidResponse parses an HTTP response from a MarkPayoutPaidWithResponse call
+func ParseMarkPayoutPaidResponse(rsp *http.Response) (*MarkPayoutPaidResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &MarkPayoutPaidResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest PayoutResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TypedError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers MarkPayoutPaidResponse200Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers MarkPayoutPaidResponse400Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers MarkPayoutPaidResponse401Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers MarkPayoutPaidResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers MarkPayoutPaidResponse404Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers MarkPayoutPaidResponse409Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers MarkPayoutPaidResponse413Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers MarkPayoutPaidResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers MarkPayoutPaidResponse500Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseMarkPayoutProcessingResponse parses an HTTP response from a MarkPayoutProcessingWithResponse call
+func ParseMarkPayoutProcessingResponse(rsp *http.Response) (*MarkPayoutProcessingResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &MarkPayoutProcessingResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest PayoutResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TypedError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers MarkPayoutProcessingResponse200Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers MarkPayoutProcessingResponse400Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers MarkPayoutProcessingResponse401Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers MarkPayoutProcessingResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers MarkPayoutProcessingResponse404Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers MarkPayoutProcessingResponse409Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers MarkPayoutProcessingResponse413Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers MarkPayoutProcessingResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers MarkPayoutProcessingResponse500Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
 		}
 		response.Headers500 = &headers
 	}

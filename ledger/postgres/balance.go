@@ -41,19 +41,26 @@ func lockBalanceAccount(ctx context.Context, tx *sqlx.Tx, partnerID int64, c led
 type balanceEntry struct {
 	partnerID    int64
 	currency     ledger.Currency
-	kind         string // ledger.EntryCredit, EntryDeduction, EntryPayout
+	kind         string // ledger.EntryCredit, EntryDeduction, EntryPayout, EntryPayoutReturn
 	amountMinor  int64  // positive for credits, negative otherwise
 	commissionID *int64
 	refundID     *int64
 	withdrawalID *int64
+	// programID names the program of an entry without a commission (a
+	// payout, its return, a split withdrawal); the trigger of migration
+	// 00018 fills it from the commission otherwise.
+	programID *int64
+	payoutID  *int64
 }
 
 // appendEntry appends an entry; the caller holds the account's lock.
 func appendEntry(ctx context.Context, tx *sqlx.Tx, e balanceEntry, now time.Time) error {
 	_, err := tx.ExecContext(ctx, `
-		INSERT INTO balance_entries (partner_id, currency, kind, amount_minor, commission_id, refund_id, withdrawal_id, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-		e.partnerID, string(e.currency), e.kind, e.amountMinor, e.commissionID, e.refundID, e.withdrawalID, now)
+		INSERT INTO balance_entries (partner_id, currency, kind, amount_minor, commission_id, refund_id, withdrawal_id,
+			program_id, payout_id, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+		e.partnerID, string(e.currency), e.kind, e.amountMinor, e.commissionID, e.refundID, e.withdrawalID,
+		e.programID, e.payoutID, now)
 	return err
 }
 
@@ -309,8 +316,7 @@ func (s *BalanceService) MarkWithdrawalPaid(ctx context.Context, id int64) (w *l
 		case ledger.WithdrawalCancelled:
 			return ledger.NewError(ledger.EConflict, ledger.MsgWithdrawalCancelled)
 		}
-		if err := appendEntry(ctx, tx, balanceEntry{partnerID: partnerID, currency: c, kind: ledger.EntryPayout,
-			amountMinor: -w.AmountMinor, withdrawalID: &w.ID}, now); err != nil {
+		if err := payWithdrawalEntries(ctx, tx, w, now); err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `
@@ -324,6 +330,51 @@ func (s *BalanceService) MarkWithdrawalPaid(ctx context.Context, id int64) (w *l
 		return nil, err
 	}
 	return w, nil
+}
+
+// payWithdrawalEntries writes a paid withdrawal's payout entries, one per
+// program it takes money from (ledger.SplitWithdrawal over the partner's
+// program balances, the program credited first coming first), so that
+// program balances stay right; what no program holds is one entry without
+// a program. The caller holds the account's lock.
+func payWithdrawalEntries(ctx context.Context, tx *sqlx.Tx, w *ledger.Withdrawal, now time.Time) error {
+	rows, err := tx.QueryContext(ctx, `
+		SELECT program_id, SUM(amount_minor) FROM balance_entries
+		WHERE partner_id = $1 AND currency = $2 AND program_id IS NOT NULL
+		GROUP BY program_id ORDER BY MIN(id)`, w.PartnerID, string(w.Currency))
+	if err != nil {
+		return err
+	}
+	var programs, balances []int64
+	for rows.Next() {
+		var id int64
+		var sum minorSum
+		if err := rows.Scan(&id, &sum); err != nil {
+			rows.Close()
+			return err
+		}
+		programs, balances = append(programs, id), append(balances, int64(sum))
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	parts, rest := ledger.SplitWithdrawal(w.AmountMinor, balances)
+	entry := func(amount int64, programID *int64) error {
+		return appendEntry(ctx, tx, balanceEntry{partnerID: w.PartnerID, currency: w.Currency, kind: ledger.EntryPayout,
+			amountMinor: -amount, withdrawalID: &w.ID, programID: programID}, now)
+	}
+	for i, amount := range parts {
+		if amount > 0 {
+			if err := entry(amount, &programs[i]); err != nil {
+				return err
+			}
+		}
+	}
+	if rest > 0 {
+		return entry(rest, nil)
+	}
+	return nil
 }
 
 // coverCommissions marks paid out the commissions a paid withdrawal covers.

@@ -65,13 +65,13 @@ func partnerFilter(q ledger.ProgramPartnerQuery) (string, []any) {
 // in the program, each a subquery limited to the page's partner and read
 // through the per-partner indexes (clicks_program_partner_idx,
 // leads_partner_id_idx, sales_partner_id_idx, commissions_partner_id_idx,
-// balance_entries_commission_id_idx). The balance is this program's share
-// of the partner's balance in the program currency: what its commissions
-// credited and refunds deducted, less what was paid out (a paid
-// commission counts only the deductions made after its payment), so a
-// brand never sees money the partner earned in another workspace's
-// program. Sums are sent as text, so they are read
-// exactly: minor units never pass through a float.
+// balance_entries_program_idx). The balance is the partner's approved
+// balance in this program and its currency, the sum of the entries that
+// name the program (credits, refund deductions, payouts and their
+// returns: the definition every payout reads), so a brand never sees
+// money the partner earned in another workspace's program. Sums are sent
+// as text, so they are read exactly: minor units never pass through a
+// float.
 const partnerCounts = `
 	(SELECT count(*) FROM clicks c
 		WHERE c.program_id = $1 AND c.partner_id = pg.partner_id AND NOT c.is_test) AS clicks,
@@ -88,10 +88,8 @@ const partnerCounts = `
 			WHERE cm.partner_id = pg.partner_id AND cm.program_id = $1
 				AND cm.status IN ('pending', 'approved', 'paid')
 			GROUP BY cm.currency, cm.status) x) AS commissions,
-	(SELECT COALESCE(sum(b.amount_minor), 0) FROM commissions cm
-		JOIN balance_entries b ON b.commission_id = cm.id AND b.kind IN ('credit', 'deduction')
-		WHERE cm.partner_id = pg.partner_id AND cm.program_id = $1 AND cm.currency = prog.currency
-			AND (cm.status <> 'paid' OR (b.kind = 'deduction' AND b.created_at > cm.paid_at))) AS balance`
+	(SELECT COALESCE(sum(b.amount_minor), 0) FROM balance_entries b
+		WHERE b.program_id = $1 AND b.partner_id = pg.partner_id AND b.currency = prog.currency) AS balance`
 
 // partnerRow is one row of the listing's query; PartnerID is NULL on the
 // single row of an empty page (which still carries the total).

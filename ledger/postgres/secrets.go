@@ -41,6 +41,7 @@ func (db *DB) open(purpose, stored string) (string, error) {
 type SealCounts struct {
 	WebhookSecrets int // webhook_endpoints.secret
 	StripeSecrets  int // programs.stripe_webhook_secret
+	PayoutMethods  int // payout_methods.sealed
 }
 
 // resealBatch bounds the rows one transaction of ResealSecrets locks.
@@ -63,11 +64,19 @@ func (db *DB) ResealSecrets(ctx context.Context, all bool) (n SealCounts, err er
 		`UPDATE webhook_endpoints SET secret = $2 WHERE id = $1`, skip); err != nil {
 		return n, err
 	}
-	n.StripeSecrets, err = db.reseal(ctx, purposeStripeSecret, `
+	if n.StripeSecrets, err = db.reseal(ctx, purposeStripeSecret, `
 		SELECT id, stripe_webhook_secret FROM programs
 		WHERE stripe_webhook_secret IS NOT NULL AND NOT starts_with(stripe_webhook_secret, $1)
 		ORDER BY id LIMIT $2 FOR UPDATE`,
-		`UPDATE programs SET stripe_webhook_secret = $2 WHERE id = $1`, skip)
+		`UPDATE programs SET stripe_webhook_secret = $2 WHERE id = $1`, skip); err != nil {
+		return n, err
+	}
+	// Payout methods are always sealed (a CHECK), so only a rotation
+	// finds any to do.
+	n.PayoutMethods, err = db.reseal(ctx, purposePayoutMethod, `
+		SELECT partner_id, sealed FROM payout_methods WHERE NOT starts_with(sealed, $1)
+		ORDER BY partner_id LIMIT $2 FOR UPDATE`,
+		`UPDATE payout_methods SET sealed = $2 WHERE partner_id = $1`, skip)
 	return n, err
 }
 

@@ -127,6 +127,9 @@ type hostileWorld struct {
 	iss  *testissuer.Issuer
 
 	group int64 // the first program's default group (the groups-patch target)
+	// partner is a partner token of the first program's partner (the
+	// payout targets, issue 26).
+	partner string
 }
 
 // TestHostileInput sends every route of the edge, public or keyed, each
@@ -366,6 +369,10 @@ func newHostileWorld(t *testing.T) *hostileWorld {
 	for i := 0; i < 5; i++ {
 		h.cli = append(h.cli, mustCLIToken(t, e, iss, h.ws[0].OwnerEmail))
 	}
+	// The first program's partner signs in (the partner payout targets).
+	var partnerEmail string
+	st.db.QueryRow(`SELECT email FROM partners WHERE id = $1`, h.ws[0].PartnerID).Scan(&partnerEmail)
+	h.partner = signInPartnerAt(t, e, iss, "hostile-partner", partnerEmail)
 	// A sale of each program, refunded a cent at a time.
 	for i, w := range h.ws {
 		click := mustClick(t, e.client, w)
@@ -596,6 +603,33 @@ func (h *hostileWorld) targets() []target {
 		// The sign-in page shows any state that is text (the callback checks it).
 		{name: "cli-login-page", method: "GET", path: "/cli/login", params: map[string][]string{"state": {"zero", "negative",
 			"fraction", "huge-exponent", "int64-overflow", "10k-digits", "letters", "sql-quote", "sql-drop"}}},
+		// Payouts (issue 26). No program has an approved balance: a valid
+		// run creates nothing, a valid request is a 409; no payout
+		// 999999999: a valid mark is a 404, after the checks.
+		{name: "payouts-listing", method: "GET", path: "/api/v1/programs/{id}/payouts", token: dash, pathParam: true,
+			params: map[string][]string{"page": nil, "pageSize": nil, "status": nil, "partner_id": nil, "format": nil}},
+		{name: "payouts-due", method: "GET", path: "/api/v1/programs/{id}/payouts/due", token: dash, pathParam: true},
+		{name: "payouts-run", method: "POST", path: "/api/v1/programs/{id}/payouts", token: dash, pathParam: true,
+			body: func(t *testing.T, n int) map[string]any {
+				return map[string]any{"partner_ids": []int64{h.ws[0].PartnerID}}
+			},
+			fields: map[string][]string{"partner_ids": nil}},
+		{name: "payout-mark-paid", method: "POST", path: "/api/v1/programs/{id}/payouts/999999999/mark-paid", token: dash, pathParam: true,
+			body:   func(t *testing.T, n int) map[string]any { return map[string]any{"external_reference": "hostile"} },
+			fields: map[string][]string{"external_reference": {"numeric-string", "sql-quote", "sql-drop"}}},
+		{name: "payout-mark-failed", method: "POST", path: "/api/v1/programs/{id}/payouts/999999999/mark-failed", token: dash, pathParam: true,
+			body:   func(t *testing.T, n int) map[string]any { return map[string]any{"reason": "hostile"} },
+			fields: map[string][]string{"reason": {"numeric-string", "sql-quote", "sql-drop"}}},
+		{name: "partner-payout-request", method: "POST", path: "/api/v1/partner/programs/{id}/payouts", pathParam: true,
+			token:  func(int) string { return h.partner },
+			body:   func(t *testing.T, n int) map[string]any { return map[string]any{"amount": 60, "currency": "USD"} },
+			fields: map[string][]string{"amount": nil, "currency": nil}},
+		{name: "partner-payout-method", method: "PUT", path: "/api/v1/partner/payout-method", token: func(int) string { return h.partner },
+			body: func(t *testing.T, n int) map[string]any {
+				return map[string]any{"method": "bank_transfer", "details": map[string]any{"account_holder": "Pat", "iban": "DE89370400440532013000", "country": "DE"}}
+			},
+			fields: map[string][]string{"method": nil, "details": nil, "details.account_holder": {"numeric-string", "sql-quote", "sql-drop"},
+				"details.iban": nil, "details.country": nil}},
 	}
 }
 

@@ -216,6 +216,9 @@ func (b *Backends) Edge(ctx context.Context) (*ingest.Server, error) {
 	// Invites and applications write emails and webhooks to the outbox.
 	intake := postgres.NewIntakeService(b.DB, postgres.IntakeOptions{PublicBaseURL: b.Config.PublicBaseURL, Relay: outbox, Logger: b.Logger})
 	b.closers = append(b.closers, intake.WaitRelays)
+	// Payouts write webhooks, notifications and emails to the outbox.
+	payouts := postgres.NewPayoutService(b.DB, outbox, b.Logger)
+	b.closers = append(b.closers, payouts.WaitRelays)
 	cli := postgres.NewCLIService(b.DB)
 	return ingest.New(ingest.Config{
 		PublicBaseURL:       b.Config.PublicBaseURL,
@@ -265,7 +268,8 @@ func (b *Backends) Edge(ctx context.Context) (*ingest.Server, error) {
 		Performance:      postgres.NewPerformanceService(b.DB, nil),
 		Embeds:           intake,
 		// The partner portal's API (issue 26, helper A).
-		Portal: postgres.NewPortalService(b.DB, intake, nil),
+		Portal:  postgres.NewPortalService(b.DB, intake, nil),
+		Payouts: payouts,
 	}, ingest.Options{
 		Limiter:  ratelimit.New(store, nil),
 		Logger:   b.Logger,

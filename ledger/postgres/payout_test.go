@@ -1,0 +1,145 @@
+package postgres_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/partnertrack/partnertrack/ledger"
+	"github.com/partnertrack/partnertrack/ledger/postgres"
+)
+
+// programBalance is a partner's approved balance in a program.
+func (b *ledgerBundle) programBalance(tb testing.TB, partnerID, programID int64) int64 {
+	tb.Helper()
+	var sum int64
+	if err := b.db.QueryRow(`SELECT COALESCE(SUM(amount_minor), 0) FROM balance_entries WHERE partner_id = $1 AND program_id = $2`,
+		partnerID, programID).Scan(&sum); err != nil {
+		tb.Fatal(err)
+	}
+	return sum
+}
+
+// sameWorld is a second program of the bundle's workspace with w's
+// partner enrolled and a link of its own.
+func (b *ledgerBundle) sameWorld(tb testing.TB, w saleWorld, code string) saleWorld {
+	tb.Helper()
+	ctx := context.Background()
+	p, err := b.programs.CreateProgram(ctx, b.workspaceID, programInput("percent", "10", "USD", 0, 30))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var email string
+	b.db.QueryRow(`SELECT email FROM partners WHERE id = $1`, w.partnerID).Scan(&email)
+	partner, err := b.partners.EnrollPartner(ctx, p.ID, email, "Pat")
+	if err != nil || partner.ID != w.partnerID {
+		tb.Fatalf("enroll: %+v, %v", partner, err)
+	}
+	link, err := b.partners.CreateLink(ctx, p.ID, partner.ID, code, true)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return saleWorld{program: p, partnerID: partner.ID, linkID: link.ID}
+}
+
+// TestWithdrawalPaidNamesPrograms: an operator withdrawal paid out of a
+// partner's balance in two programs writes one payout entry per program
+// (the program credited first first, never more than a program holds),
+// so each program's balance, which brand payouts read, stays right.
+func TestWithdrawalPaidNamesPrograms(t *testing.T) {
+	b := setupLedger(t, "0")
+	ctx := context.Background()
+	w1 := b.MustWorld(t, programInput("percent", "10", "USD", 0, 30))
+	w2 := b.sameWorld(t, w1, "pat-second")
+	b.approved(t, w1, 5000) // 500 in program 1
+	b.approved(t, w2, 8000) // 800 in program 2
+	wd, err := b.balances.CreateWithdrawal(ctx, w1.partnerID, ledger.USD, 700)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.balances.MarkWithdrawalPaid(ctx, wd.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.count(t, `SELECT count(*) FROM balance_entries WHERE withdrawal_id = $1 AND program_id IS NOT NULL`, wd.ID); got != 2 {
+		t.Fatalf("%d payout entries naming a program, want 2", got)
+	}
+	if p1, p2 := b.programBalance(t, w1.partnerID, w1.program.ID), b.programBalance(t, w1.partnerID, w2.program.ID); p1 != 0 || p2 != 600 {
+		t.Fatalf("program balances %d and %d, want 0 and 600", p1, p2)
+	}
+	if got := b.balance(t, w1.partnerID, ledger.USD); got != 600 {
+		t.Fatalf("balance %d, want 600", got)
+	}
+
+	// A brand run of each program pays what the program still owes.
+	svc := postgres.NewPayoutService(b.db.DB, nil, discard)
+	run, err := svc.CreatePayouts(ctx, w2.program.ID, nil, 0)
+	if err != nil || len(run.Created) != 0 || len(run.Skipped) != 1 || run.Skipped[0].Reason != ledger.PayoutSkipBelowMinimum {
+		t.Fatalf("run below the minimum: %+v, %v", run, err)
+	}
+	b.db.Exec(`UPDATE programs SET minimum_payout = 0`)
+	for _, p := range []int64{w1.program.ID, w2.program.ID} {
+		if _, err := svc.CreatePayouts(ctx, p, nil, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var paid int64
+	b.db.QueryRow(`SELECT COALESCE(SUM(amount_minor), 0) FROM payouts WHERE partner_id = $1`, w1.partnerID).Scan(&paid)
+	if got := b.balance(t, w1.partnerID, ledger.USD); paid != 600 || got != 0 {
+		t.Fatalf("payouts %d, balance %d; want 600 and 0", paid, got)
+	}
+}
+
+// TestPayoutsSerialise: brand runs and partner requests for one partner
+// at once make one payout of the whole balance, and an open withdrawal is
+// lowered to what the payout left.
+func TestPayoutsSerialise(t *testing.T) {
+	b := setupLedger(t, "0")
+	ctx := context.Background()
+	w := b.MustWorld(t, programInput("percent", "10", "USD", 0, 30))
+	b.approved(t, w, 60000) // 60.00
+	wd, err := b.balances.CreateWithdrawal(ctx, w.partnerID, ledger.USD, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := postgres.NewPayoutService(b.db.DB, nil, discard)
+	var mu sync.Mutex
+	made := 0
+	var wg sync.WaitGroup
+	for i := 0; i < 12; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			if i%2 == 0 {
+				run, err := svc.CreatePayouts(ctx, w.program.ID, nil, 0)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				made += len(run.Created)
+				mu.Unlock()
+				return
+			}
+			_, err := svc.RequestPayout(ctx, ledger.PayoutRequest{PartnerID: w.partnerID, ProgramID: w.program.ID})
+			switch ledger.ErrorCode(err) {
+			case "":
+				mu.Lock()
+				made++
+				mu.Unlock()
+			case ledger.EConflict:
+			default:
+				t.Error(err)
+			}
+		}(i)
+	}
+	wg.Wait()
+	if made != 1 || b.count(t, `SELECT count(*) FROM payouts`) != 1 {
+		t.Fatalf("%d payouts made", made)
+	}
+	if got := b.programBalance(t, w.partnerID, w.program.ID); got != 0 {
+		t.Fatalf("balance %d after the payout", got)
+	}
+	if got, _ := b.balances.Withdrawal(ctx, wd.ID); got.Status != ledger.WithdrawalCancelled {
+		t.Fatalf("open withdrawal after the payout took the balance: %+v", got)
+	}
+}
