@@ -39,11 +39,13 @@ func (s *Server) payoutRoutes() {
 	for _, next := range []string{ledger.PayoutProcessing, ledger.PayoutPaid, ledger.PayoutFailed} {
 		s.limitedRoute("POST", "/api/v1/programs/:id/payouts/:payoutId/mark-"+next, withStyle(defaultStyle), limit, dashboard, s.markPayout(next))
 	}
-	s.app.Get("/api/v1/partner/payouts", withStyle(defaultStyle), s.requirePartner, s.listPartnerPayouts)
-	s.app.Post("/api/v1/partner/programs/:programId/payouts", withStyle(defaultStyle), s.requirePartner, s.requestPartnerPayout)
-	s.app.Get("/api/v1/partner/payout-method", withStyle(defaultStyle), s.requirePartner, s.getPayoutMethod)
-	s.app.Put("/api/v1/partner/payout-method", withStyle(defaultStyle), s.requirePartner, s.putPayoutMethod)
-	s.app.Delete("/api/v1/partner/payout-method", withStyle(defaultStyle), s.requirePartner, s.deletePayoutMethod)
+	// The partner's routes share the partner API's bucket.
+	partner := s.rateLimit("partner_portal", limitPartnerPortal, byToken)
+	s.limitedRoute("GET", "/api/v1/partner/payouts", withStyle(defaultStyle), partner, s.requirePartner, s.listPartnerPayouts)
+	s.limitedRoute("POST", "/api/v1/partner/programs/:programId/payouts", withStyle(defaultStyle), partner, s.requirePartner, s.requestPartnerPayout)
+	s.limitedRoute("GET", "/api/v1/partner/payout-method", withStyle(defaultStyle), partner, s.requirePartner, s.getPayoutMethod)
+	s.limitedRoute("PUT", "/api/v1/partner/payout-method", withStyle(defaultStyle), partner, s.requirePartner, s.putPayoutMethod)
+	s.limitedRoute("DELETE", "/api/v1/partner/payout-method", withStyle(defaultStyle), partner, s.requirePartner, s.deletePayoutMethod)
 }
 
 // listProgramPayouts is GET /api/v1/programs/:id/payouts (any member; the

@@ -67,7 +67,8 @@ CREATE INDEX payouts_partner_idx ON payouts (partner_id, id);
 -- program owes: credits and deductions take it from their commission (the
 -- trigger below, so every writer agrees); payouts and their returns carry
 -- it themselves. Entries written before this migration get theirs from
--- their commission; an operator withdrawal's payout entry names none.
+-- their commission; a paid operator withdrawal's payout entry is spread
+-- over the programs below.
 ALTER TABLE balance_entries ADD COLUMN program_id bigint REFERENCES programs (id) ON DELETE SET NULL;
 ALTER TABLE balance_entries ADD COLUMN payout_id bigint REFERENCES payouts (id) ON DELETE SET NULL;
 ALTER TABLE balance_entries DROP CONSTRAINT balance_entries_sign_check;
@@ -79,6 +80,44 @@ ALTER TABLE balance_entries ADD CONSTRAINT balance_entries_kind_check
     CHECK (kind IN ('credit', 'deduction', 'payout', 'payout_return'));
 UPDATE balance_entries b SET program_id = cm.program_id
     FROM commissions cm WHERE cm.id = b.commission_id AND b.program_id IS NULL;
+-- A paid operator withdrawal's payout entry has no commission: it is
+-- spread over the partner's programs as payWithdrawalEntries spreads new
+-- ones (ledger.SplitWithdrawal): programs in the order they were first
+-- credited, never more than a program held before the entry; what no
+-- program held stays without one. Otherwise a program would still count
+-- money already paid out, and a brand could pay it a second time.
+-- +goose StatementBegin
+DO $$
+DECLARE
+    e record;
+    p record;
+    left_minor bigint;
+    take bigint;
+BEGIN
+    FOR e IN SELECT * FROM balance_entries WHERE kind = 'payout' AND program_id IS NULL ORDER BY id LOOP
+        left_minor := -e.amount_minor;
+        FOR p IN
+            SELECT program_id, SUM(amount_minor) AS balance FROM balance_entries
+            WHERE partner_id = e.partner_id AND currency = e.currency AND program_id IS NOT NULL AND id < e.id
+            GROUP BY program_id ORDER BY MIN(id)
+        LOOP
+            EXIT WHEN left_minor = 0;
+            take := LEAST(left_minor, GREATEST(p.balance, 0));
+            CONTINUE WHEN take = 0;
+            INSERT INTO balance_entries (partner_id, currency, kind, amount_minor, withdrawal_id, program_id, created_at)
+                VALUES (e.partner_id, e.currency, 'payout', -take, e.withdrawal_id, p.program_id, e.created_at);
+            left_minor := left_minor - take;
+        END LOOP;
+        IF left_minor < -e.amount_minor THEN
+            IF left_minor > 0 THEN
+                INSERT INTO balance_entries (partner_id, currency, kind, amount_minor, withdrawal_id, created_at)
+                    VALUES (e.partner_id, e.currency, 'payout', -left_minor, e.withdrawal_id, e.created_at);
+            END IF;
+            DELETE FROM balance_entries WHERE id = e.id;
+        END IF;
+    END LOOP;
+END $$;
+-- +goose StatementEnd
 -- +goose StatementBegin
 CREATE FUNCTION balance_entries_program() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN

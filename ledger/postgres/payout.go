@@ -124,13 +124,15 @@ func (p *payoutProgram) minimumIn(c ledger.Currency) int64 {
 	return ledger.MinimumPayoutMinor(p.minimum, c)
 }
 
-// programBalance is a partner's approved balance in a program and
-// currency: the sum of the entries naming the program.
+// programBalance is what a payout may take of a partner's approved
+// balance in a program and currency: the sum of the entries naming the
+// program, never more than the whole account holds (money paid out
+// without a program, before entries named programs, is not paid twice).
 func programBalance(ctx context.Context, tx *sqlx.Tx, partnerID, programID int64, c ledger.Currency) (int64, error) {
 	var sum minorSum
 	err := tx.QueryRowContext(ctx, `
-		SELECT COALESCE(SUM(amount_minor), 0) FROM balance_entries
-		WHERE program_id = $1 AND partner_id = $2 AND currency = $3`, programID, partnerID, string(c)).Scan(&sum)
+		SELECT LEAST(COALESCE(SUM(amount_minor) FILTER (WHERE program_id = $1), 0), COALESCE(SUM(amount_minor), 0))
+		FROM balance_entries WHERE partner_id = $2 AND currency = $3`, programID, partnerID, string(c)).Scan(&sum)
 	return int64(sum), err
 }
 
