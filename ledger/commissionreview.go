@@ -229,11 +229,13 @@ func reversal(c *Commission) RejectionPlan {
 // commission the brand rejected: c after the rejection, of rejectedMinor,
 // deductionMinor of it taken back from the balance (an approved one).
 func RejectionNotification(c *Commission, reason string, rejectedMinor, deductionMinor int64) Notification {
-	body := fmt.Sprintf("Your commission #%d on sale %s (%s) was rejected by the program (reason: %s).",
-		c.ID, c.TransactionID, FormatMoney(rejectedMinor, c.Currency), reason)
+	// Like the refund notices, it names the commission, never the
+	// brand's transaction id.
+	body := fmt.Sprintf("Your commission #%d (%s) was rejected by the program (reason: %s).",
+		c.ID, FormatMoney(rejectedMinor, c.Currency), reason)
 	if c.Status == CommissionReversed {
-		body = fmt.Sprintf("Your commission #%d on sale %s was rejected by the program and reversed: %s was deducted from your balance (reason: %s).",
-			c.ID, c.TransactionID, FormatMoney(deductionMinor, c.Currency), reason)
+		body = fmt.Sprintf("Your commission #%d was rejected by the program and reversed: %s was deducted from your balance (reason: %s).",
+			c.ID, FormatMoney(deductionMinor, c.Currency), reason)
 	}
 	partnerID := c.PartnerID
 	return Notification{
@@ -242,14 +244,13 @@ func RejectionNotification(c *Commission, reason string, rejectedMinor, deductio
 		Title:     "Commission rejected",
 		Body:      body,
 		Data: map[string]any{
-			"commission_id":  c.ID,
-			"program_id":     c.ProgramID,
-			"transaction_id": c.TransactionID,
-			"status":         c.Status,
-			"amount":         MinorToMajor(rejectedMinor, c.Currency).String(),
-			"deduction":      MinorToMajor(deductionMinor, c.Currency).String(),
-			"currency":       string(c.Currency),
-			"reason":         reason,
+			"commission_id": c.ID,
+			"program_id":    c.ProgramID,
+			"status":        c.Status,
+			"amount":        MinorToMajor(rejectedMinor, c.Currency).String(),
+			"deduction":     MinorToMajor(deductionMinor, c.Currency).String(),
+			"currency":      string(c.Currency),
+			"reason":        reason,
 		},
 	}
 }

@@ -192,13 +192,13 @@ func TestRejectionNotification(t *testing.T) {
 	c := &Commission{ID: 9, ProgramID: 1, PartnerID: 4, TransactionID: "txn_9", Currency: USD, Status: CommissionRejected}
 	n := RejectionNotification(c, "fraud", 1205, 0)
 	if n.PartnerID == nil || *n.PartnerID != 4 || n.WorkspaceID != nil || n.Kind != NoticeCommissionRejected ||
-		n.Body != "Your commission #9 on sale txn_9 (12.05 USD) was rejected by the program (reason: fraud)." ||
-		n.Data["amount"] != "12.05" || n.Data["status"] != "rejected" {
+		n.Body != "Your commission #9 (12.05 USD) was rejected by the program (reason: fraud)." ||
+		n.Data["amount"] != "12.05" || n.Data["status"] != "rejected" || n.Data["transaction_id"] != nil {
 		t.Fatalf("%+v", n)
 	}
 	c.Status = CommissionReversed
 	n = RejectionNotification(c, "fraud", 1205, 1205)
-	if n.Body != "Your commission #9 on sale txn_9 was rejected by the program and reversed: 12.05 USD was deducted from your balance (reason: fraud)." ||
+	if n.Body != "Your commission #9 was rejected by the program and reversed: 12.05 USD was deducted from your balance (reason: fraud)." ||
 		n.Data["deduction"] != "12.05" {
 		t.Fatalf("%+v", n)
 	}

@@ -91,25 +91,32 @@ func RefundNotifications(r RefundNotice) []Notification {
 	if reason == "" {
 		reason = "no reason given"
 	}
+	// The partner's copy names the commission, never the brand's
+	// transaction id: an order number can name the customer, and the
+	// partner portal shows partners nothing of their customers.
 	data := map[string]any{
-		"commission_id":  r.CommissionID,
-		"program_id":     r.ProgramID,
-		"transaction_id": r.TransactionID,
-		"status":         r.Status,
-		"deduction":      MinorToMajor(r.DeductionMinor, r.Currency).String(),
-		"amount":         MinorToMajor(r.AmountMinor, r.Currency).String(),
-		"currency":       string(r.Currency),
-		"reason":         r.Reason,
+		"commission_id": r.CommissionID,
+		"program_id":    r.ProgramID,
+		"status":        r.Status,
+		"deduction":     MinorToMajor(r.DeductionMinor, r.Currency).String(),
+		"amount":        MinorToMajor(r.AmountMinor, r.Currency).String(),
+		"currency":      string(r.Currency),
+		"reason":        r.Reason,
 	}
 	partnerID, workspaceID := r.PartnerID, r.WorkspaceID
 	out := []Notification{{
 		PartnerID: &partnerID,
 		Kind:      kind,
 		Title:     title,
-		Body:      fmt.Sprintf("Your commission #%d on sale %s %s after a refund (reason: %s).", r.CommissionID, r.TransactionID, verb, reason),
+		Body:      fmt.Sprintf("Your commission #%d %s after a refund (reason: %s).", r.CommissionID, verb, reason),
 		Data:      data,
 	}}
 	if r.PaidOut {
+		brandData := map[string]any{"transaction_id": r.TransactionID}
+		for k, v := range data {
+			brandData[k] = v
+		}
+		data = brandData
 		out = append(out, Notification{
 			WorkspaceID: &workspaceID,
 			Kind:        NoticeManualReview,

@@ -123,13 +123,15 @@ func TestRefundNotifications(t *testing.T) {
 		Status: CommissionRefunded, DeductionMinor: 1050, AmountMinor: 1950, Currency: USD, Reason: "chargeback"}
 	ns := RefundNotifications(base)
 	if len(ns) != 1 || *ns[0].PartnerID != 4 || ns[0].WorkspaceID != nil || ns[0].Kind != NoticeCommissionRefunded ||
-		!strings.Contains(ns[0].Body, "reduced by 10.50 USD to 19.50 USD") || !strings.Contains(ns[0].Body, "chargeback") {
+		!strings.Contains(ns[0].Body, "reduced by 10.50 USD to 19.50 USD") || !strings.Contains(ns[0].Body, "chargeback") ||
+		strings.Contains(ns[0].Body, "txn_9") || ns[0].Data["transaction_id"] != nil {
 		t.Fatalf("partner notification = %+v", ns)
 	}
 	base.Status, base.PaidOut, base.Currency, base.DeductionMinor = CommissionReversed, true, VND, 25000
 	ns = RefundNotifications(base)
 	if len(ns) != 2 || ns[0].Kind != NoticeCommissionReversed || ns[1].Kind != NoticeManualReview ||
-		*ns[1].WorkspaceID != 2 || ns[1].PartnerID != nil || !strings.Contains(ns[1].Body, "25000 VND") {
+		*ns[1].WorkspaceID != 2 || ns[1].PartnerID != nil || !strings.Contains(ns[1].Body, "25000 VND") ||
+		ns[1].Data["transaction_id"] != "txn_9" || ns[0].Data["transaction_id"] != nil {
 		t.Fatalf("notifications of a paid-out commission = %+v", ns)
 	}
 }
