@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -345,6 +346,20 @@ func boundedText(in Input[string], max int, msg string) (string, error) {
 		return "", NewError(EInvalid, msg)
 	}
 	return s, nil
+}
+
+// PayoutCoverage is how much of a program's credited commissions a paid
+// payout of amount pays out: its amount plus carry, what the program's
+// earlier paid payouts paid beyond the whole commissions they covered (a
+// negative carry counts as none), saturated at the bounds of int64.
+func PayoutCoverage(amount, carry int64) int64 {
+	if carry <= 0 {
+		return amount
+	}
+	if amount > math.MaxInt64-carry {
+		return math.MaxInt64
+	}
+	return amount + carry
 }
 
 // SplitWithdrawal spreads an operator withdrawal's amount over the

@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"errors"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -94,6 +95,16 @@ func TestPayoutTransition(t *testing.T) {
 				t.Fatalf("err = %v", err)
 			}
 		})
+	}
+}
+
+func TestPayoutCoverage(t *testing.T) {
+	for _, tc := range []struct{ amount, carry, want int64 }{
+		{2500, 0, 2500}, {3500, 2500, 6000}, {3500, -100, 3500}, {math.MaxInt64 - 1, 5, math.MaxInt64},
+	} {
+		if got := PayoutCoverage(tc.amount, tc.carry); got != tc.want {
+			t.Errorf("PayoutCoverage(%d, %d) = %d, want %d", tc.amount, tc.carry, got, tc.want)
+		}
 	}
 }
 

@@ -498,7 +498,20 @@ func coverPayoutCommissions(ctx context.Context, tx *sqlx.Tx, programID, partner
 	if err != nil {
 		return err
 	}
-	covered := ids[:ledger.CoveredCommissions(amount, amounts)]
+	// What earlier paid payouts of the program paid beyond the whole
+	// commissions they covered (a partner's partial request) counts too,
+	// so partial payouts together pay a commission out.
+	var carry minorSum
+	if err := tx.QueryRowContext(ctx, `
+		SELECT (SELECT COALESCE(SUM(amount_minor), 0) FROM payouts
+				WHERE program_id = $1 AND partner_id = $2 AND currency = $3 AND status = 'paid' AND id <> $4)
+			- (SELECT COALESCE(SUM(e.amount_minor), 0) FROM commissions cm
+				JOIN balance_entries e ON e.commission_id = cm.id AND e.kind IN ('credit', 'deduction') AND e.created_at <= cm.paid_at
+				WHERE cm.program_id = $1 AND cm.partner_id = $2 AND cm.currency = $3 AND cm.payout_id IS NOT NULL)`,
+		programID, partnerID, string(c), payoutID).Scan(&carry); err != nil {
+		return err
+	}
+	covered := ids[:ledger.CoveredCommissions(ledger.PayoutCoverage(amount, int64(carry)), amounts)]
 	if len(covered) == 0 {
 		return nil
 	}

@@ -2,8 +2,11 @@ package postgres_test
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"testing"
+
+	"github.com/shopspring/decimal"
 
 	"github.com/partnertrack/partnertrack/ledger"
 	"github.com/partnertrack/partnertrack/ledger/postgres"
@@ -141,5 +144,51 @@ func TestPayoutsSerialise(t *testing.T) {
 	}
 	if got, _ := b.balances.Withdrawal(ctx, wd.ID); got.Status != ledger.WithdrawalCancelled {
 		t.Fatalf("open withdrawal after the payout took the balance: %+v", got)
+	}
+}
+
+// TestPartialPayoutsPayACommissionOut: a commission paid in two partial
+// payouts a partner asked for is paid out by the second: what the first
+// paid beyond whole commissions carries over.
+func TestPartialPayoutsPayACommissionOut(t *testing.T) {
+	b := setupLedger(t, "0")
+	ctx := context.Background()
+	w := b.MustWorld(t, programInput("percent", "10", "USD", 0, 30))
+	b.approved(t, w, 60000) // 60.00
+	if _, err := b.db.Exec(`UPDATE programs SET minimum_payout = 0 WHERE id = $1`, w.program.ID); err != nil {
+		t.Fatal(err)
+	}
+	svc := postgres.NewPayoutService(b.db.DB, nil, discard)
+	var payouts []int64
+	for _, major := range []string{"25", "35"} {
+		amount := decimal.RequireFromString(major)
+		p, err := svc.RequestPayout(ctx, ledger.PayoutRequest{PartnerID: w.partnerID, ProgramID: w.program.ID, Amount: &amount})
+		if err != nil {
+			t.Fatal(err)
+		}
+		payouts = append(payouts, p.ID)
+	}
+	paid := func() string {
+		var status string
+		var payout *int64
+		if err := b.db.QueryRow(`SELECT status, payout_id FROM commissions WHERE partner_id = $1`, w.partnerID).Scan(&status, &payout); err != nil {
+			t.Fatal(err)
+		}
+		if payout != nil {
+			status += " by " + strconv.FormatInt(*payout, 10)
+		}
+		return status
+	}
+	if _, err := svc.MarkPayout(ctx, w.program.ID, payouts[0], ledger.PayoutPaid, "REF-1", 0); err != nil {
+		t.Fatal(err)
+	}
+	if got := paid(); got != "approved" {
+		t.Fatalf("after 25.00 of 60.00: %s", got)
+	}
+	if _, err := svc.MarkPayout(ctx, w.program.ID, payouts[1], ledger.PayoutPaid, "REF-2", 0); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := paid(), "paid by "+strconv.FormatInt(payouts[1], 10); got != want {
+		t.Fatalf("after 60.00 of 60.00: %s, want %s", got, want)
 	}
 }
