@@ -128,8 +128,8 @@ func (s *BalanceService) ApproveCommission(ctx context.Context, id int64) (c *le
 
 // MarkCommissionPaid pays a commission out: approved first when pending,
 // then a payout entry takes its amount out of the balance, but never more
-// than the balance holds (a paid withdrawal may already have paid part of
-// it, a refund may have left the partner owing), and the open withdrawals
+// than the program's balance holds (a paid withdrawal or a payout may
+// already have paid part of it, a refund may have left the partner owing), and the open withdrawals
 // are lowered to fit what is left, as after a refund's deduction. So what
 // a partner is paid, by withdrawals and by hand, never exceeds what the
 // partner had earned when it was paid (docs/ledger.md).
@@ -151,7 +151,10 @@ func (s *BalanceService) MarkCommissionPaid(ctx context.Context, id int64) (c *l
 			return nil, err
 		}
 		c.Status, c.PaidAt = ledger.CommissionPaid, &now
-		bal, err := balanceOf(ctx, tx, c.PartnerID, c.Currency)
+		// The program's balance, capped at the account's: money a pending
+		// payout of the program already holds is not paid a second time
+		// out of another program's.
+		bal, err := programBalance(ctx, tx, c.PartnerID, c.ProgramID, c.Currency)
 		if err != nil {
 			return nil, err
 		}

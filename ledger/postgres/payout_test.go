@@ -192,3 +192,27 @@ func TestPartialPayoutsPayACommissionOut(t *testing.T) {
 		t.Fatalf("after 60.00 of 60.00: %s, want %s", got, want)
 	}
 }
+
+// TestCommissionPaidByHandDuringAPayout: an operator marking paid a
+// commission whose money a pending payout of its program already holds
+// takes nothing more, least of all from the partner's other program.
+func TestCommissionPaidByHandDuringAPayout(t *testing.T) {
+	b := setupLedger(t, "0")
+	ctx := context.Background()
+	w := b.MustWorld(t, programInput("percent", "10", "USD", 0, 30))
+	second := b.sameWorld(t, w, "second-program")
+	_, cid := b.approved(t, w, 60000) // 60.00 in the first program
+	b.approved(t, second, 40000)      // 40.00 in the second
+	if _, err := postgres.NewPayoutService(b.db.DB, nil, discard).CreatePayouts(ctx, w.program.ID, nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.balances.MarkCommissionPaid(ctx, cid); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.programBalance(t, second.partnerID, second.program.ID); got != 4000 {
+		t.Fatalf("the second program's balance = %d after paying the first's commission by hand, want 4000", got)
+	}
+	if got := b.programBalance(t, w.partnerID, w.program.ID); got != 0 {
+		t.Fatalf("the first program's balance = %d, want 0", got)
+	}
+}
