@@ -329,3 +329,25 @@ func TestEmbedPageShowsOnlyItsProgram(t *testing.T) {
 		t.Fatalf("P's page:\n%s", pPage)
 	}
 }
+
+// TestEmbedPageShowsNothingOfOtherWorkspaces: the widget greets the user
+// by the name the brand gave, never the name another workspace's invite
+// or application stored on the partner, and shows no test link.
+func TestEmbedPageShowsNothingOfOtherWorkspaces(t *testing.T) {
+	b := setup(t)
+	w, elsewhere := MustWorld(t, b.app), MustWorld(t, b.app)
+	const email = "known@customer.example"
+	mustOK(t, do(t, b.app, req{"POST", "/api/operator/v1/programs/" + itoa(elsewhere.programID) + "/partners",
+		map[string]any{"email": email, "name": "Secret Elsewhere Name"}, operator()}), 201)
+	tok := mustEmbedToken(t, b, w, email)
+	first := string(embedPage(t, b, tok).Raw) // enrolls and greets
+	if !strings.Contains(first, "Welcome, Emma Embed") || strings.Contains(first, "Secret Elsewhere Name") {
+		t.Fatalf("the first open greets by another workspace's name:\n%s", first)
+	}
+	partnerID, _, code := embedPartner(t, b, w.programID, email)
+	mustSQL(t, b, `INSERT INTO links (program_id, partner_id, code, is_test) VALUES ($1, $2, 'test-only-link', true)`, w.programID, partnerID)
+	page := string(embedPage(t, b, tok).Raw)
+	if !strings.Contains(page, code) || strings.Contains(page, "test-only-link") || strings.Contains(page, "Secret Elsewhere Name") {
+		t.Fatalf("the widget shows another workspace's name or a test link:\n%s", page)
+	}
+}

@@ -126,21 +126,21 @@ func (s *IntakeService) embedView(ctx context.Context, g *ledger.EmbedGrant) (*l
 		rate                    decimal.Decimal
 		duration                int
 		partnerID               sql.NullInt64
-		status, partnerName     sql.NullString
+		status                  sql.NullString
 		pType                   sql.NullString
 		pRate                   decimal.NullDecimal
 		pDuration, pHold        sql.NullInt32
 	)
 	err := s.db.QueryRowContext(ctx, `
 		SELECT p.name, p.domain, p.commission_type, p.commission_rate, p.duration_months, p.hold_days, p.currency,
-			pa.id, pa.name, e.status, cp.commission_type, cp.commission_rate, cp.duration_months, cp.hold_days
+			pa.id, e.status, cp.commission_type, cp.commission_rate, cp.duration_months, cp.hold_days
 		FROM programs p
 		LEFT JOIN (enrollments e JOIN partners pa ON pa.id = e.partner_id)
 			ON e.program_id = p.id AND pa.email = $2
 		LEFT JOIN partner_groups pg ON pg.id = e.group_id
 		LEFT JOIN commission_policies cp ON cp.id = pg.policy_id
 		WHERE p.id = $1`, g.ProgramID, g.Email).Scan(&v.ProgramName, &domain, &ctype, &rate, &duration, &v.HoldDays, &currency,
-		&partnerID, &partnerName, &status, &pType, &pRate, &pDuration, &pHold)
+		&partnerID, &status, &pType, &pRate, &pDuration, &pHold)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ledger.NewError(ledger.ENotFound, ledger.MsgEmbedTokenUnknown)
 	} else if err != nil {
@@ -156,9 +156,11 @@ func (s *IntakeService) embedView(ctx context.Context, g *ledger.EmbedGrant) (*l
 	if !partnerID.Valid {
 		return v, nil
 	}
-	v.Status, v.PartnerName = status.String, partnerName.String
+	// The name the brand gave its user (or the email's local part), never
+	// the partner row's: another workspace may have set that one.
+	v.Status, v.PartnerName = status.String, ledger.EmbedTokenRequest{Email: g.Email, Name: g.Name}.PartnerName()
 	rows, err := s.db.QueryContext(ctx, `
-		SELECT code, active FROM links WHERE program_id = $1 AND partner_id = $2 ORDER BY active DESC, id`,
+		SELECT code, active FROM links WHERE program_id = $1 AND partner_id = $2 AND NOT is_test ORDER BY active DESC, id`,
 		g.ProgramID, partnerID.Int64)
 	if err != nil {
 		return nil, err
