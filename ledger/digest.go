@@ -26,6 +26,23 @@ func DigestDay(now time.Time) time.Time {
 	return time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC).AddDate(0, 0, -1)
 }
 
+// DigestCatchUp is how many days back from DigestDay a run also digests
+// days not digested yet, so a worker down over a whole day still sends
+// that day's digests when it is back (a day digested already sends
+// nothing again).
+const DigestCatchUp = 2
+
+// DigestDays are the days a run at now covers, oldest first: DigestDay
+// and the DigestCatchUp days before it.
+func DigestDays(now time.Time) []time.Time {
+	last := DigestDay(now)
+	days := make([]time.Time, 0, DigestCatchUp+1)
+	for i := DigestCatchUp; i >= 0; i-- {
+		days = append(days, last.AddDate(0, 0, -i))
+	}
+	return days
+}
+
 // DigestRow is one partner's commissions of the day in one program and
 // currency: how many, and their sum in minor units (exact).
 type DigestRow struct {

@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -78,5 +79,16 @@ func TestCommissionDigestEmailValidate(t *testing.T) {
 		if e.Validate() == nil {
 			t.Errorf("%s: validates", desc)
 		}
+	}
+}
+
+func TestDigestDays(t *testing.T) {
+	now := time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC)
+	var got []string
+	for _, d := range DigestDays(now) {
+		got = append(got, d.Format(time.DateOnly))
+	}
+	if want := "2026-11-23 2026-11-24 2026-11-25"; strings.Join(got, " ") != want {
+		t.Fatalf("DigestDays = %v, want %s", got, want)
 	}
 }
