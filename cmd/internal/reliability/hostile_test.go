@@ -114,6 +114,10 @@ type target struct {
 	query  func() map[string]string
 	// pathParam: the route's path holds {id}, attacked with hostilePathValues.
 	pathParam bool
+	// htmlPage: the route is a web page, which refuses with an HTML page
+	// whose element id="error" says why (or, for a query that is not
+	// text, the shared JSON envelope).
+	htmlPage bool
 }
 
 // hostileWorld is what the hostile tests provision.
@@ -129,7 +133,7 @@ type hostileWorld struct {
 	group int64 // the first program's default group (the groups-patch target)
 	// partner is a partner token of the first program's partner (the
 	// payout targets, issue 26).
-	partner string
+	partners []string // partner tokens: the partner API allows 120 calls a minute per token
 }
 
 // TestHostileInput sends every route of the edge, public or keyed, each
@@ -269,8 +273,14 @@ func (h *hostileWorld) attack(t *testing.T, tg target, path, query string, body 
 		t.Errorf("%s %s: %s", tg.name, what, rep)
 		return false
 	}
-	e := rep.errObj()
-	if msg, _ := e["message"].(string); msg == "" {
+	msg, _ := rep.errObj()["message"].(string)
+	if tg.htmlPage {
+		// A query that is not text is refused before the page's handler,
+		// in the JSON envelope every route shares.
+		if !strings.Contains(string(rep.Raw), `id="error"`) && msg == "" {
+			t.Errorf("%s %s: %d without an error message on the page: %s", tg.name, what, rep.Status, rep.Raw)
+		}
+	} else if msg == "" {
 		t.Errorf("%s %s: %d without an error message: %s", tg.name, what, rep.Status, rep.Raw)
 	}
 	if after := h.rows(t); after != before {
@@ -372,7 +382,9 @@ func newHostileWorld(t *testing.T) *hostileWorld {
 	// The first program's partner signs in (the partner payout targets).
 	var partnerEmail string
 	st.db.QueryRow(`SELECT email FROM partners WHERE id = $1`, h.ws[0].PartnerID).Scan(&partnerEmail)
-	h.partner = signInPartnerAt(t, e, iss, "hostile-partner", partnerEmail)
+	for i := 0; i < 8; i++ {
+		h.partners = append(h.partners, signInPartnerAt(t, e, iss, "hostile-partner", partnerEmail))
+	}
 	// A sale of each program, refunded a cent at a time.
 	for i, w := range h.ws {
 		click := mustClick(t, e.client, w)
@@ -409,6 +421,7 @@ func (h *hostileWorld) targets() []target {
 	key := func(n int) string { return h.ws[n%len(h.ws)].LiveKey }
 	w := func(n int) world { return h.ws[n%len(h.ws)] }
 	dash := func(n int) string { return h.dash[n%len(h.dash)] }
+	partner := func(n int) string { return h.partners[n%len(h.partners)] }
 	// A fresh click for each call that would settle or convert its customer.
 	click := func(t *testing.T, n int) string { return mustClick(t, h.e.client, w(n)) }
 	// Kinds of hostile values that are valid in a field of a kind:
@@ -621,10 +634,51 @@ func (h *hostileWorld) targets() []target {
 			body:   func(t *testing.T, n int) map[string]any { return map[string]any{"reason": "hostile"} },
 			fields: map[string][]string{"reason": {"numeric-string", "sql-quote", "sql-drop"}}},
 		{name: "partner-payout-request", method: "POST", path: "/api/v1/partner/programs/{id}/payouts", pathParam: true,
-			token:  func(int) string { return h.partner },
+			token:  partner,
 			body:   func(t *testing.T, n int) map[string]any { return map[string]any{"amount": 60, "currency": "USD"} },
 			fields: map[string][]string{"amount": nil, "currency": nil}},
-		{name: "partner-payout-method", method: "PUT", path: "/api/v1/partner/payout-method", token: func(int) string { return h.partner },
+		// The partner API (issue 26): the first program's partner. No
+		// invite, notification or application the ids name: a valid call
+		// is a 404, after the checks; applying to its own program is a 409.
+		{name: "partner-sign-in", method: "POST", path: "/api/v1/partner/session",
+			body:   func(t *testing.T, n int) map[string]any { return map[string]any{"id_token": "x.y.z"} },
+			fields: map[string][]string{"id_token": nil}},
+		{name: "partner-programs", method: "GET", path: "/api/v1/partner/programs", token: partner},
+		{name: "partner-invites", method: "GET", path: "/api/v1/partner/invites", token: partner},
+		{name: "partner-invite-accept-token", method: "POST", path: "/api/v1/partner/invites/accept", token: partner,
+			body:   func(t *testing.T, n int) map[string]any { return map[string]any{"token": "no-such-invite-token"} },
+			fields: map[string][]string{"token": {"numeric-string", "sql-quote", "sql-drop"}}},
+		{name: "partner-invite-accept", method: "POST", path: "/api/v1/partner/invites/{id}/accept", token: partner, pathParam: true},
+		{name: "partner-invite-decline", method: "POST", path: "/api/v1/partner/invites/{id}/decline", token: partner, pathParam: true},
+		{name: "partner-apply", method: "POST", path: "/api/v1/partner/applications", token: partner,
+			body: func(t *testing.T, n int) map[string]any {
+				return map[string]any{"slug": "hostile-" + itoa(h.ws[0].ProgramID), "message": "hello"}
+			},
+			fields: map[string][]string{"slug": nil, "message": text}},
+		{name: "partner-links", method: "GET", path: "/api/v1/partner/programs/{id}/links", token: partner, pathParam: true},
+		{name: "partner-link-create", method: "POST", path: "/api/v1/partner/programs/{id}/links", token: partner, pathParam: true,
+			body: func(t *testing.T, n int) map[string]any {
+				return map[string]any{"code": "hostile-own-" + itoa(int64(n))}
+			},
+			fields: map[string][]string{"code": nil}},
+		{name: "partner-stats", method: "GET", path: "/api/v1/partner/programs/{id}/stats", token: partner, pathParam: true,
+			params: map[string][]string{"period": nil, "dateFrom": nil, "dateTo": nil}},
+		{name: "partner-commissions", method: "GET", path: "/api/v1/partner/commissions", token: partner,
+			params: map[string][]string{"page": nil, "pageSize": nil, "program_id": nil, "status": nil}},
+		{name: "partner-balances", method: "GET", path: "/api/v1/partner/balances", token: partner},
+		{name: "partner-notifications", method: "GET", path: "/api/v1/partner/notifications", token: partner,
+			params: map[string][]string{"limit": {"number"}}},
+		{name: "partner-notification-read", method: "POST", path: "/api/v1/partner/notifications/{id}/read", token: partner, pathParam: true},
+		{name: "partner-notifications-read-all", method: "POST", path: "/api/v1/partner/notifications/read-all", token: partner},
+		{name: "partner-payouts", method: "GET", path: "/api/v1/partner/payouts", token: partner},
+		// The referral widget: a token for an email of the key's program.
+		{name: "embed-token", method: "POST", path: "/api/v1/programs/{id}/embed-tokens", token: key, pathParam: true,
+			body: func(t *testing.T, n int) map[string]any {
+				return map[string]any{"email": "embed-" + itoa(int64(n)) + "@user.example", "name": "Embed User"}
+			},
+			fields: map[string][]string{"email": nil, "name": {"numeric-string", "sql-quote", "sql-drop"}}},
+		{name: "embed-page", method: "GET", path: "/embed/referrals", params: map[string][]string{"token": nil}, htmlPage: true},
+		{name: "partner-payout-method", method: "PUT", path: "/api/v1/partner/payout-method", token: partner,
 			body: func(t *testing.T, n int) map[string]any {
 				return map[string]any{"method": "bank_transfer", "details": map[string]any{"account_holder": "Pat", "iban": "DE89370400440532013000", "country": "DE"}}
 			},
