@@ -22,18 +22,10 @@ func (s *Server) partnerSessionRoutes() {
 // of the sign-in provider, binds it to the partner of its email and
 // returns a partner token.
 func (s *Server) partnerSignIn(c *fiber.Ctx) error {
-	if s.svc.Identity == nil || s.svc.PartnerSignIn == nil {
+	if s.svc.PartnerSignIn == nil {
 		return ledger.NewError(eUnavailable, msgSignInNotConfigured)
 	}
-	f, err := parseFields(c)
-	if err != nil {
-		return err
-	}
-	tok := f.String("id_token")
-	if !tok.OK() || strings.TrimSpace(tok.Value) == "" {
-		return invalid(ledger.MsgIDTokenRequired)
-	}
-	id, err := s.svc.Identity.VerifyIDToken(c.UserContext(), tok.Value)
+	id, err := s.verifiedIdentity(c)
 	if err != nil {
 		return err
 	}

@@ -21,18 +21,7 @@ var signInStyle = errorStyle{internalMessage: "Sign-in failed"}
 // sign-in provider, creates or links the user and returns a dashboard
 // token.
 func (s *Server) signIn(c *fiber.Ctx) error {
-	if s.svc.Identity == nil {
-		return ledger.NewError(eUnavailable, msgSignInNotConfigured)
-	}
-	f, err := parseFields(c)
-	if err != nil {
-		return err
-	}
-	tok := f.String("id_token")
-	if !tok.OK() || strings.TrimSpace(tok.Value) == "" {
-		return invalid(ledger.MsgIDTokenRequired)
-	}
-	id, err := s.svc.Identity.VerifyIDToken(c.UserContext(), tok.Value)
+	id, err := s.verifiedIdentity(c)
 	if err != nil {
 		return err
 	}
@@ -55,4 +44,23 @@ func (s *Server) signOut(c *fiber.Ctx) error {
 		return err
 	}
 	return ok(c, fiber.StatusOK, fiber.Map{"revoked": true})
+}
+
+// verifiedIdentity reads the body's id_token and verifies it with the
+// sign-in provider: dashboard and partner sign-in accept and refuse the
+// same tokens. Errors: 503 without a provider, 400 without an id_token,
+// then the verifier's.
+func (s *Server) verifiedIdentity(c *fiber.Ctx) (*ledger.Identity, error) {
+	if s.svc.Identity == nil {
+		return nil, ledger.NewError(eUnavailable, msgSignInNotConfigured)
+	}
+	f, err := parseFields(c)
+	if err != nil {
+		return nil, err
+	}
+	tok := f.String("id_token")
+	if !tok.OK() || strings.TrimSpace(tok.Value) == "" {
+		return nil, invalid(ledger.MsgIDTokenRequired)
+	}
+	return s.svc.Identity.VerifyIDToken(c.UserContext(), tok.Value)
 }
