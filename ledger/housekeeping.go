@@ -26,15 +26,22 @@ type Retention struct {
 	// WebhookAttempts: the endpoints' delivery logs, each attempt counted
 	// from when it was made.
 	WebhookAttempts time.Duration
+	// RollupSessions: the sessions the analytics rollups remember per day
+	// so that a session counts one visitor (rollup_sessions), counted from
+	// the end of their day. Only a click of that day arriving later needs
+	// them, so the retention outlasts the latest a click can be written.
+	RollupSessions time.Duration
 }
 
 // DefaultRetention keeps sent outbox messages a week (long past the 72
 // hours a webhook may wait behind an open breaker, so a redelivered task
-// still finds its message) and delivery logs 30 days (what a brand looks
-// back on from the dashboard).
-var DefaultRetention = Retention{SentOutbox: 7 * 24 * time.Hour, WebhookAttempts: 30 * 24 * time.Hour}
+// still finds its message), delivery logs 30 days (what a brand looks
+// back on from the dashboard) and the rollups' sessions 35 days (past the
+// about 22 days asynq's 25 retries of a click batch can take).
+var DefaultRetention = Retention{SentOutbox: 7 * 24 * time.Hour, WebhookAttempts: 30 * 24 * time.Hour,
+	RollupSessions: 35 * 24 * time.Hour}
 
 // Pruned counts the rows one Prune deleted.
 type Pruned struct {
-	Outbox, WebhookAttempts int64
+	Outbox, WebhookAttempts, RollupSessions int64
 }

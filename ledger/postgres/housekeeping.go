@@ -61,8 +61,9 @@ const (
 			COALESCE((SELECT bool_or(created_at >= $1) FROM batch), true)`
 )
 
-// Prune deletes sent outbox messages and webhook delivery attempts older
-// than their retention (a zero duration keeps that history).
+// Prune deletes sent outbox messages, webhook delivery attempts and the
+// rollups' remembered sessions older than their retention (a zero
+// duration keeps that history).
 func (h *Housekeeper) Prune(ctx context.Context, r ledger.Retention) (p ledger.Pruned, err error) {
 	defer wrap(&err, "postgres.Prune")
 	now := h.db.now()
@@ -72,9 +73,61 @@ func (h *Housekeeper) Prune(ctx context.Context, r ledger.Retention) (p ledger.P
 		}
 	}
 	if r.WebhookAttempts > 0 {
-		p.WebhookAttempts, err = h.prune(ctx, qPruneWebhookAttempts, now.Add(-r.WebhookAttempts))
+		if p.WebhookAttempts, err = h.prune(ctx, qPruneWebhookAttempts, now.Add(-r.WebhookAttempts)); err != nil {
+			return p, err
+		}
+	}
+	if r.RollupSessions > 0 {
+		p.RollupSessions, err = h.pruneRollupSessions(ctx, now.Add(-r.RollupSessions))
 	}
 	return p, err
+}
+
+// qPruneRollupSessions deletes up to $3 of one program's remembered
+// sessions of days before $2, through the primary key (program_id, day,
+// ...), so that a program's old days are found without scanning others'.
+const qPruneRollupSessions = `
+	WITH batch AS (
+		SELECT program_id, day, partner_id, link_id, session_id FROM rollup_sessions
+		WHERE program_id = $1 AND day < $2 LIMIT $3
+	)
+	DELETE FROM rollup_sessions r USING batch b
+	WHERE (r.program_id, r.day, r.partner_id, r.link_id, r.session_id) = (b.program_id, b.day, b.partner_id, b.link_id, b.session_id)`
+
+// pruneRollupSessions deletes the sessions of days that ended before
+// cutoff, program by program, pruneBatch rows a statement. A day is a
+// program's own (its timezone is at most 14 hours from UTC): the cutoff
+// day is the UTC day before cutoff's.
+func (h *Housekeeper) pruneRollupSessions(ctx context.Context, cutoff time.Time) (int64, error) {
+	day := cutoff.UTC().AddDate(0, 0, -1).Format(time.DateOnly)
+	var total, after int64
+	for {
+		var programs []int64
+		if err := h.db.SelectContext(ctx, &programs,
+			`SELECT id FROM programs WHERE id > $1 ORDER BY id LIMIT $2`, after, pruneBatch); err != nil {
+			return total, err
+		}
+		for _, id := range programs {
+			for {
+				res, err := h.db.ExecContext(ctx, qPruneRollupSessions, id, day, pruneBatch)
+				if err != nil {
+					return total, err
+				}
+				n, err := res.RowsAffected()
+				if err != nil {
+					return total, err
+				}
+				total += n
+				if n < pruneBatch {
+					break
+				}
+			}
+		}
+		if len(programs) < pruneBatch {
+			return total, nil
+		}
+		after = programs[len(programs)-1]
+	}
 }
 
 // prune runs one pruning statement batch after batch until a batch

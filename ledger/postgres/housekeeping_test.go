@@ -82,3 +82,46 @@ func TestPruneDeletesOnlyDeliveredHistoryPastRetention(t *testing.T) {
 		t.Fatalf("second prune: %+v, %v", p, err)
 	}
 }
+
+// TestPruneRollupSessions: the sessions the rollups remember are deleted
+// once their day is past the retention, in batches and program by
+// program; the rollup counters themselves, and younger days' sessions
+// (a late click of those days still counts its session once), stay.
+func TestPruneRollupSessions(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	db.DB.Now = func() time.Time { return now }
+	a, b := db.MustFixture(t, "sessions-a"), db.MustFixture(t, "sessions-b")
+	days := map[string]int{"2026-10-01": 6000, "2026-10-14": 3, "2026-10-18": 4, "2026-11-20": 5}
+	for _, program := range []int64{a.ProgramID, b.ProgramID} {
+		for day, n := range days {
+			if _, err := db.Exec(`INSERT INTO rollup_sessions (program_id, day, partner_id, link_id, session_id)
+				SELECT $1, $2::date, -1, -1, 'sess-' || i FROM generate_series(1, $3) i`, program, day, n); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := db.Exec(`INSERT INTO rollup_visitors_daily (program_id, day, visitors) VALUES ($1, '2026-10-01', 6000)`, program); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := postgres.NewHousekeeper(db.DB)
+	// 35 days before now is 2026-10-17: days up to 2026-10-15 go.
+	p, err := h.Prune(context.Background(), ledger.DefaultRetention)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.RollupSessions != 2*(6000+3) {
+		t.Fatalf("pruned %+v, want %d sessions", p, 2*(6000+3))
+	}
+	var left, visitors int
+	if err := db.QueryRow(`SELECT count(*) FROM rollup_sessions WHERE day >= '2026-10-18'`).Scan(&left); err != nil || left != 2*(4+5) {
+		t.Fatalf("%d younger sessions left (%v), want %d", left, err, 2*(4+5))
+	}
+	if err := db.QueryRow(`SELECT count(*) FROM rollup_sessions`).Scan(&left); err != nil || left != 2*(4+5) {
+		t.Fatalf("%d sessions left in all (%v)", left, err)
+	}
+	if err := db.QueryRow(`SELECT sum(visitors) FROM rollup_visitors_daily`).Scan(&visitors); err != nil || visitors != 12000 {
+		t.Fatalf("visitors %d (%v): the counters must stay", visitors, err)
+	}
+}
