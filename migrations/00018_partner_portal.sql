@@ -64,11 +64,11 @@ CREATE INDEX payouts_program_idx ON payouts (program_id, status, id);
 CREATE INDEX payouts_partner_idx ON payouts (partner_id, id);
 
 -- Balance entries name their program, so a brand pays only what its own
--- program owes: credits and deductions take it from their commission (the
--- trigger below, so every writer agrees); payouts and their returns carry
--- it themselves. Entries written before this migration get theirs from
--- their commission; a paid operator withdrawal's payout entry is spread
--- over the programs below.
+-- program owes: credits and deductions the program of their commission,
+-- payouts and their returns their payout's; each writer names it.
+-- Entries written before this migration get theirs from their commission;
+-- a paid operator withdrawal's payout entry is spread over the programs
+-- below.
 ALTER TABLE balance_entries ADD COLUMN program_id bigint REFERENCES programs (id) ON DELETE SET NULL;
 ALTER TABLE balance_entries ADD COLUMN payout_id bigint REFERENCES payouts (id) ON DELETE SET NULL;
 ALTER TABLE balance_entries DROP CONSTRAINT balance_entries_sign_check;
@@ -118,17 +118,11 @@ BEGIN
     END LOOP;
 END $$;
 -- +goose StatementEnd
--- +goose StatementBegin
-CREATE FUNCTION balance_entries_program() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    IF NEW.program_id IS NULL AND NEW.commission_id IS NOT NULL THEN
-        SELECT program_id INTO NEW.program_id FROM commissions WHERE id = NEW.commission_id;
-    END IF;
-    RETURN NEW;
-END $$;
--- +goose StatementEnd
-CREATE TRIGGER balance_entries_program BEFORE INSERT ON balance_entries
-    FOR EACH ROW EXECUTE FUNCTION balance_entries_program();
+-- Every writer names the program from now on (appendEntry and the
+-- refund statement); the check holds new rows to it. NOT VALID: rows
+-- older than this migration whose commission was deleted keep none.
+ALTER TABLE balance_entries ADD CONSTRAINT balance_entries_program_check
+    CHECK (program_id IS NOT NULL OR (kind = 'payout' AND commission_id IS NULL)) NOT VALID;
 CREATE INDEX balance_entries_program_idx ON balance_entries (program_id, partner_id, currency)
     WHERE program_id IS NOT NULL;
 CREATE INDEX balance_entries_payout_id_idx ON balance_entries (payout_id) WHERE payout_id IS NOT NULL;
@@ -176,8 +170,7 @@ DROP TABLE embed_tokens;
 DROP TABLE payout_methods;
 DROP INDEX commissions_payout_id_idx;
 ALTER TABLE commissions DROP COLUMN payout_id;
-DROP TRIGGER balance_entries_program ON balance_entries;
-DROP FUNCTION balance_entries_program();
+ALTER TABLE balance_entries DROP CONSTRAINT balance_entries_program_check;
 DELETE FROM balance_entries WHERE kind = 'payout_return';
 ALTER TABLE balance_entries DROP CONSTRAINT balance_entries_kind_check;
 ALTER TABLE balance_entries ADD CONSTRAINT balance_entries_kind_check

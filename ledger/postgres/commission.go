@@ -75,7 +75,7 @@ func approveLocked(ctx context.Context, tx *sqlx.Tx, c *ledger.Commission, now t
 	c.Status, c.Credited, c.ApprovedAt = ledger.CommissionApproved, true, &now
 	if c.AmountMinor > 0 {
 		if err := appendEntry(ctx, tx, balanceEntry{partnerID: c.PartnerID, currency: c.Currency, kind: ledger.EntryCredit,
-			amountMinor: c.AmountMinor, commissionID: &c.ID}, now); err != nil {
+			amountMinor: c.AmountMinor, commissionID: &c.ID, programID: &c.ProgramID}, now); err != nil {
 			return nil, err
 		}
 	}
@@ -163,7 +163,7 @@ func (s *BalanceService) MarkCommissionPaid(ctx context.Context, id int64) (c *l
 			return msgs, nil
 		}
 		if err := appendEntry(ctx, tx, balanceEntry{partnerID: c.PartnerID, currency: c.Currency, kind: ledger.EntryPayout,
-			amountMinor: -payout, commissionID: &c.ID}, now); err != nil {
+			amountMinor: -payout, commissionID: &c.ID, programID: &c.ProgramID}, now); err != nil {
 			return nil, err
 		}
 		return msgs, fitOpenWithdrawals(ctx, tx, c.PartnerID, c.Currency, now)

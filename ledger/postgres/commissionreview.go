@@ -268,7 +268,7 @@ func (s *CommissionReviewService) RejectCommission(ctx context.Context, programI
 		if d := plan.Deduction; d != nil {
 			deduction = d.AmountMinor
 			if err := appendEntry(ctx, tx, balanceEntry{partnerID: d.PartnerID, currency: d.Currency, kind: ledger.EntryDeduction,
-				amountMinor: -d.AmountMinor, commissionID: &d.CommissionID}, now); err != nil {
+				amountMinor: -d.AmountMinor, commissionID: &d.CommissionID, programID: &c.ProgramID}, now); err != nil {
 				return nil, err
 			}
 			if plan.FitWithdrawals {

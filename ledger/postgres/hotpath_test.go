@@ -271,8 +271,8 @@ func BenchmarkRawSaleTransaction(b *testing.B) {
 			VALUES ($1, $2, $3, 'USD', 600, 600, 'pending', now()) RETURNING id`, w.program.ID, w.partnerID, saleID).Scan(&commissionID); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO balance_entries (partner_id, currency, kind, amount_minor, commission_id)
-			VALUES ($1, 'USD', 'credit', 600, $2)`, w.partnerID, commissionID); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO balance_entries (partner_id, currency, kind, amount_minor, commission_id, program_id)
+			VALUES ($1, 'USD', 'credit', 600, $2, $3)`, w.partnerID, commissionID, w.program.ID); err != nil {
 			return err
 		}
 		return tx.Commit()

@@ -86,6 +86,12 @@ func TestPayoutEntriesMigration(t *testing.T) {
 		t.Errorf("the withdrawal has %d entries, want one per program", got)
 	}
 
+	// From now on every writer names the program: a credit without one
+	// is refused.
+	if _, err := b.db.Exec(`INSERT INTO balance_entries (partner_id, currency, kind, amount_minor)
+		VALUES ($1, 'USD', 'credit', 100)`, partner); err == nil {
+		t.Fatal("a credit without a program was stored")
+	}
 	// Money paid out that no program held (a remainder the migration left
 	// without a program) is never paid a second time: program one still
 	// counts 10.00, the account holds nothing, and a payout run pays no one.

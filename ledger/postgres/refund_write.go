@@ -60,8 +60,8 @@ const (
 				reversed_at = CASE WHEN $11 = 'reversed' THEN $9 ELSE reversed_at END, updated_at = $9
 			WHERE id = $4
 		), entry AS (
-			INSERT INTO balance_entries (partner_id, currency, kind, amount_minor, commission_id, refund_id, created_at)
-			SELECT $14, $15, 'deduction', -$6::bigint, $4, refund.id, $9 FROM refund WHERE $16
+			INSERT INTO balance_entries (partner_id, currency, kind, amount_minor, commission_id, refund_id, program_id, created_at)
+			SELECT $14, $15, 'deduction', -$6::bigint, $4, refund.id, $3, $9 FROM refund WHERE $16
 		), outbox AS (
 			INSERT INTO outbox (task_type, queue, payload, created_at)
 			SELECT r.task_type, r.queue, r.payload::jsonb, $9
