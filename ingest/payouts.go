@@ -212,7 +212,7 @@ func (s *Server) listPartnerPayouts(c *fiber.Ctx) error {
 	}
 	data := make([]fiber.Map, len(payouts))
 	for i := range payouts {
-		data[i] = partnerPayoutJSON(&payouts[i])
+		data[i] = payoutJSON(&payouts[i])
 	}
 	return ok(c, fiber.StatusOK, data)
 }
@@ -243,7 +243,7 @@ func (s *Server) requestPartnerPayout(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return ok(c, fiber.StatusCreated, partnerPayoutJSON(p))
+	return ok(c, fiber.StatusCreated, payoutJSON(p))
 }
 
 // getPayoutMethod is GET /api/v1/partner/payout-method: masked.
@@ -310,12 +310,6 @@ func payoutMethodJSON(m *ledger.PayoutMethod) fiber.Map {
 // payoutJSON renders what brand and partner both see of a payout: money
 // in major units, exact; the clawback and its warnings.
 func payoutJSON(p *ledger.Payout) fiber.Map {
-	opt := func(s string) any {
-		if s == "" {
-			return nil
-		}
-		return s
-	}
 	return fiber.Map{
 		"id":                 p.ID,
 		"program":            fiber.Map{"id": p.ProgramID, "name": p.ProgramName},
@@ -323,8 +317,8 @@ func payoutJSON(p *ledger.Payout) fiber.Map {
 		"currency":           string(p.Currency),
 		"status":             p.Status,
 		"requested_by":       p.RequestedBy,
-		"external_reference": opt(p.ExternalReference),
-		"failure_reason":     opt(p.FailureReason),
+		"external_reference": nullString(p.ExternalReference),
+		"failure_reason":     nullString(p.FailureReason),
 		"clawback":           moneyJSON(p.ClawbackMinor, p.Currency),
 		"warnings":           ledger.PayoutWarnings(p),
 		"created_at":         formatTime(p.CreatedAt),
@@ -340,9 +334,6 @@ func brandPayoutJSON(p *ledger.Payout) fiber.Map {
 	m["partner"] = fiber.Map{"id": p.PartnerID, "name": p.PartnerName, "email": p.PartnerEmail}
 	return m
 }
-
-// partnerPayoutJSON is a payout as its partner sees it.
-func partnerPayoutJSON(p *ledger.Payout) fiber.Map { return payoutJSON(p) }
 
 // payoutCSVRow is a payout's CSV record in payoutCSVHeader's order. The
 // recipient email is the PayPal or Wise email on file, else the

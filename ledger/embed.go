@@ -80,10 +80,7 @@ func (in EmbedTokenInput) Validate(programID int64) (EmbedTokenRequest, error) {
 
 // PartnerName is the name the partner is created with on first open.
 func (r EmbedTokenRequest) PartnerName() string {
-	if r.Name != "" {
-		return r.Name
-	}
-	return PartnerNameFromEmail(r.Email)
+	return PartnerName(r.Name, r.Email)
 }
 
 // NewEmbedToken returns a fresh token and the instant it expires.

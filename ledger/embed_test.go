@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -88,6 +89,20 @@ func TestEmbedMoneyWords(t *testing.T) {
 	} {
 		if got := tc.m.Words(); got != tc.want {
 			t.Errorf("%v: %q, want %q", tc.m, got, tc.want)
+		}
+	}
+}
+
+func TestPartnerName(t *testing.T) {
+	long := strings.Repeat("é", 210)
+	for _, tc := range []struct{ name, email, want string }{
+		{"  Ana B  ", "ana@x.example", "Ana B"},
+		{"", "bo.lee@x.example", "bo.lee"},
+		{" ", "@x.example", "@x.example"},
+		{long, "c@x.example", strings.Repeat("é", 200)},
+	} {
+		if got := PartnerName(tc.name, tc.email); got != tc.want {
+			t.Errorf("PartnerName(%q, %q) = %q, want %q", tc.name, tc.email, got, tc.want)
 		}
 	}
 }

@@ -55,10 +55,15 @@ type PartnerSignInService interface {
 	RevokePartnerSession(ctx context.Context, token string) error
 }
 
-// PartnerNameFromEmail is the name a partner created at sign-in gets: the
-// email's local part, at most 200 characters (the partners' limit).
-func PartnerNameFromEmail(email string) string {
-	name, _, _ := strings.Cut(email, "@")
+// PartnerName is the name a partner created without one chosen gets:
+// name trimmed, else the email's local part, at most 200 characters (the
+// partners' limit). Sign-in, invites and the widget name new partners by
+// it.
+func PartnerName(name, email string) string {
+	name = strings.TrimSpace(name)
+	if name == "" {
+		name, _, _ = strings.Cut(email, "@")
+	}
 	if name == "" {
 		name = email
 	}

@@ -324,13 +324,7 @@ func (s *IntakeService) acceptInvite(ctx context.Context, emailIn, name string, 
 	if !ok {
 		return nil, ledger.NewError(ledger.ENotFound, ledger.MsgInviteNotFound)
 	}
-	name = strings.TrimSpace(name)
-	if name == "" {
-		name, _, _ = strings.Cut(email, "@")
-	}
-	if r := []rune(name); len(r) > 200 {
-		name = string(r[:200])
-	}
+	name = ledger.PartnerName(name, email)
 	now := s.db.now()
 	var msgs []ledger.OutboxMessage
 	err = s.db.Transact(ctx, func(tx *sqlx.Tx) error {

@@ -60,7 +60,7 @@ func bindPartnerAccount(ctx context.Context, tx *sqlx.Tx, email, issuer, subject
 	err := tx.QueryRowContext(ctx, `
 		INSERT INTO partners (email, name, created_at) VALUES ($1, $2, $3)
 		ON CONFLICT ON CONSTRAINT partners_email_key DO UPDATE SET email = EXCLUDED.email
-		RETURNING id, name`, email, ledger.PartnerNameFromEmail(email), now).Scan(&sess.PartnerID, &sess.Name)
+		RETURNING id, name`, email, ledger.PartnerName("", email), now).Scan(&sess.PartnerID, &sess.Name)
 	if err != nil {
 		return nil, err
 	}
