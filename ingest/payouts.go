@@ -2,7 +2,6 @@ package ingest
 
 import (
 	"context"
-	"encoding/json"
 	"strconv"
 	"strings"
 
@@ -132,13 +131,12 @@ func (s *Server) createProgramPayouts(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	var ids []int64
-	if raw, sent := f.raw("partner_ids"); sent {
-		if ids, err = positiveInts(raw); err != nil {
-			return invalid(ledger.MsgPayoutPartnerIDs)
-		}
+	// The ledger checks the ids (at most 500, each positive).
+	ids := f.Int64s("partner_ids")
+	if ids.Bad {
+		return invalid(ledger.MsgPayoutPartnerIDs)
 	}
-	run, err := s.svc.Payouts.CreatePayouts(c.UserContext(), programID, ids, sessionOf(c).UserID)
+	run, err := s.svc.Payouts.CreatePayouts(c.UserContext(), programID, ids.Value, sessionOf(c).UserID)
 	if err != nil {
 		return err
 	}
@@ -152,26 +150,6 @@ func (s *Server) createProgramPayouts(c *fiber.Ctx) error {
 	}
 	return ok(c, fiber.StatusOK, fiber.Map{"created": created, "skipped": skipped})
 }
-
-// positiveInts reads a JSON array of at most MaxPayoutPartners positive
-// integers.
-func positiveInts(raw json.RawMessage) ([]int64, error) {
-	var items []json.RawMessage
-	if raw[0] != '[' || json.Unmarshal(raw, &items) != nil || len(items) > ledger.MaxPayoutPartners {
-		return nil, errBadInts
-	}
-	out := make([]int64, 0, len(items))
-	for _, it := range items {
-		n, err := strconv.ParseInt(string(it), 10, 64)
-		if err != nil || n < 1 {
-			return nil, errBadInts
-		}
-		out = append(out, n)
-	}
-	return out, nil
-}
-
-var errBadInts = ledger.NewError(ledger.EInvalid, ledger.MsgPayoutPartnerIDs)
 
 // markPayout is POST …/payouts/:payoutId/mark-<next> (owner or admin):
 // mark-paid reads external_reference, mark-failed reason.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -246,6 +247,38 @@ func CheckPayoutPartnerIDs(ids []int64) error {
 		}
 	}
 	return nil
+}
+
+// PlanPayoutRun decides whom a brand's payout run visits: requested is
+// the partner_ids the brand named (nil: every partner with a balance),
+// withEntries the partners with entries in the program and currency
+// (only they can hold a balance). It answers the partners to visit, in
+// ascending id (the order their balance accounts are locked in, so runs
+// never deadlock), and the named ones skipped, in the request's order:
+// named twice (duplicate) or without entries (not_due).
+func PlanPayoutRun(requested, withEntries []int64) (todo []int64, skipped []PayoutSkip) {
+	has := make(map[int64]bool, len(withEntries))
+	for _, id := range withEntries {
+		has[id] = true
+	}
+	order := requested
+	if order == nil {
+		order = withEntries
+	}
+	seen := make(map[int64]bool, len(order))
+	for _, id := range order {
+		switch {
+		case seen[id]:
+			skipped = append(skipped, PayoutSkip{PartnerID: id, Reason: PayoutSkipDuplicate})
+		case !has[id]:
+			skipped = append(skipped, PayoutSkip{PartnerID: id, Reason: PayoutSkipNotDue})
+		default:
+			todo = append(todo, id)
+		}
+		seen[id] = true
+	}
+	slices.Sort(todo)
+	return todo, skipped
 }
 
 // MinimumPayoutMinor is a program's minimum_payout (major units, exact)

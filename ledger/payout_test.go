@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -95,6 +96,31 @@ func TestPayoutTransition(t *testing.T) {
 				t.Fatalf("err = %v", err)
 			}
 		})
+	}
+}
+
+func TestPlanPayoutRun(t *testing.T) {
+	for _, tc := range []struct {
+		desc                string
+		requested, entries  []int64
+		wantTodo, wantSkips string
+	}{
+		{"every partner with entries", nil, []int64{3, 1, 2}, "[1 2 3]", "[]"},
+		{"named ones, sorted", []int64{9, 4}, []int64{4, 9}, "[4 9]", "[]"},
+		{"duplicates and unknown", []int64{5, 7, 5, 8}, []int64{5, 7}, "[5 7]", "[{5 duplicate} {8 not_due}]"},
+		{"none named", []int64{}, []int64{1}, "[]", "[]"},
+	} {
+		todo, skipped := PlanPayoutRun(tc.requested, tc.entries)
+		if got := fmt.Sprint(todo); got != tc.wantTodo && !(len(todo) == 0 && tc.wantTodo == "[]") {
+			t.Errorf("%s: todo %s, want %s", tc.desc, got, tc.wantTodo)
+		}
+		skips := []string{}
+		for _, s := range skipped {
+			skips = append(skips, fmt.Sprintf("{%d %s}", s.PartnerID, s.Reason))
+		}
+		if got := "[" + strings.Join(skips, " ") + "]"; got != tc.wantSkips {
+			t.Errorf("%s: skipped %s, want %s", tc.desc, got, tc.wantSkips)
+		}
 	}
 }
 

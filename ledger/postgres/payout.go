@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
 	"strings"
 	"time"
 
@@ -251,29 +250,8 @@ func (s *PayoutService) CreatePayouts(ctx context.Context, programID int64, part
 		if err != nil {
 			return err
 		}
-		has := map[int64]bool{}
-		for _, id := range known {
-			has[id] = true
-		}
-		// The request's order for skips; locks in ascending id.
-		order := partnerIDs
-		if order == nil {
-			order = known
-		}
-		seen := map[int64]bool{}
-		var todo []int64
-		for _, id := range order {
-			switch {
-			case seen[id]:
-				run.Skipped = append(run.Skipped, ledger.PayoutSkip{PartnerID: id, Reason: ledger.PayoutSkipDuplicate})
-			case !has[id]:
-				run.Skipped = append(run.Skipped, ledger.PayoutSkip{PartnerID: id, Reason: ledger.PayoutSkipNotDue})
-			default:
-				todo = append(todo, id)
-			}
-			seen[id] = true
-		}
-		sort.Slice(todo, func(i, j int) bool { return todo[i] < todo[j] })
+		todo, skipped := ledger.PlanPayoutRun(partnerIDs, known)
+		run.Skipped = append(run.Skipped, skipped...)
 		// The run's user (0: the system, which created_by cannot name).
 		var actor *int64
 		if actorUserID != 0 {
