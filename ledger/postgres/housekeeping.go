@@ -94,6 +94,9 @@ const qPruneRollupSessions = `
 	DELETE FROM rollup_sessions r USING batch b
 	WHERE (r.program_id, r.day, r.partner_id, r.link_id, r.session_id) = (b.program_id, b.day, b.partner_id, b.link_id, b.session_id)`
 
+// programsPage is how many programs one pass of pruneRollupSessions reads.
+const programsPage = 1000
+
 // pruneRollupSessions deletes the sessions of days that ended before
 // cutoff, program by program, pruneBatch rows a statement. A day is a
 // program's own (its timezone is at most 14 hours from UTC): the cutoff
@@ -104,7 +107,7 @@ func (h *Housekeeper) pruneRollupSessions(ctx context.Context, cutoff time.Time)
 	for {
 		var programs []int64
 		if err := h.db.SelectContext(ctx, &programs,
-			`SELECT id FROM programs WHERE id > $1 ORDER BY id LIMIT $2`, after, pruneBatch); err != nil {
+			`SELECT id FROM programs WHERE id > $1 ORDER BY id LIMIT $2`, after, programsPage); err != nil {
 			return total, err
 		}
 		for _, id := range programs {
@@ -123,7 +126,7 @@ func (h *Housekeeper) pruneRollupSessions(ctx context.Context, cutoff time.Time)
 				}
 			}
 		}
-		if len(programs) < pruneBatch {
+		if len(programs) < programsPage {
 			return total, nil
 		}
 		after = programs[len(programs)-1]

@@ -68,8 +68,10 @@ func partnerFilter(q ledger.ProgramPartnerQuery) (string, []any) {
 // balance_entries_program_idx). The balance is the partner's approved
 // balance in this program and its currency, the sum of the entries that
 // name the program (credits, refund deductions, payouts and their
-// returns: the definition every payout reads), so a brand never sees
-// money the partner earned in another workspace's program. Sums are sent
+// returns: the definition the due list reads; a payout also never takes
+// more than the partner's whole account holds, see programBalance), so a
+// brand never sees money the partner earned in another workspace's
+// program. Sums are sent
 // as text, so they are read exactly: minor units never pass through a
 // float.
 const partnerCounts = `
