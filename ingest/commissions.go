@@ -3,7 +3,6 @@ package ingest
 import (
 	"context"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -151,7 +150,6 @@ func (s *Server) listProgramAudit(c *fiber.Ctx) error {
 // exportProgramCommissions streams every commission q matches as CSV,
 // newest first (streamCSV).
 func (s *Server) exportProgramCommissions(c *fiber.Ctx, q ledger.CommissionQuery) error {
-	q.Status = strings.Clone(q.Status)
 	return streamCSV(s, c, csvExport[ledger.ReviewedCommission]{
 		what: "commission", programID: q.ProgramID, header: commissionCSVHeader, row: commissionCSVRow, batch: ledger.CommissionExportBatch,
 		next: func(ctx context.Context, after *ledger.ReviewedCommission) ([]ledger.ReviewedCommission, error) {

@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -39,13 +40,15 @@ func (s *Server) listTrackingEvents(c *fiber.Ctx) error {
 	return renderPage(c, data, int64(page.Page), int64(page.PageSize), int64(page.PageCount()), int64(page.Total))
 }
 
-// queryString reads a query parameter; an empty one is absent.
+// queryString reads a query parameter; an empty one is absent. The value
+// is a copy: fasthttp reuses the request's buffer once the handler
+// returns, and a CSV export streams after that.
 func queryString(c *fiber.Ctx, name string) ledger.Input[string] {
 	v := c.Query(name)
 	if v == "" {
 		return ledger.Input[string]{}
 	}
-	return ledger.Some(v)
+	return ledger.Some(strings.Clone(v))
 }
 
 // queryInt reads an integer query parameter; an empty one is absent.

@@ -137,7 +137,6 @@ func (s *Server) renderProgramPartner(c *fiber.Ctx, programID, partnerID int64) 
 // exportProgramPartners streams every partner q matches as CSV, in the
 // listing's order (streamCSV).
 func (s *Server) exportProgramPartners(c *fiber.Ctx, q ledger.ProgramPartnerQuery) error {
-	q.Status, q.Search = strings.Clone(q.Status), strings.Clone(q.Search)
 	return streamCSV(s, c, csvExport[ledger.ProgramPartner]{
 		what: "partner", programID: q.ProgramID, header: partnerCSVHeader, row: partnerCSVRow, batch: ledger.PartnerExportBatch,
 		next: func(ctx context.Context, after *ledger.ProgramPartner) ([]ledger.ProgramPartner, error) {

@@ -3,7 +3,6 @@ package ingest
 import (
 	"context"
 	"strconv"
-	"strings"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -73,7 +72,6 @@ func (s *Server) listProgramPayouts(c *fiber.Ctx) error {
 		if _, err := s.programWithPermission(c, "id", ledger.PermPartnersWrite, ledger.MsgPayoutCSVAdminOnly); err != nil {
 			return err
 		}
-		q.Status = strings.Clone(q.Status)
 		return streamCSV(s, c, csvExport[ledger.Payout]{
 			what: "payout", programID: programID, header: payoutCSVHeader, row: payoutCSVRow, batch: ledger.PayoutExportBatch,
 			next: func(ctx context.Context, after *ledger.Payout) ([]ledger.Payout, error) {
