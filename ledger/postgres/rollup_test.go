@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -455,4 +456,67 @@ func BenchmarkWriteClicksRollups(b *testing.B) {
 		}
 	}
 	trigger(b, true)
+}
+
+// BenchmarkMoneyPathRollups measures what the rollup triggers cost the
+// sale and refund paths: BenchmarkRecordSale's and BenchmarkRefund's
+// work with the triggers of sales, commissions and refunds enabled and
+// disabled, alternated twice in one run so that a change of the
+// machine's speed shows as a difference between the rounds.
+func BenchmarkMoneyPathRollups(b *testing.B) {
+	lb, worlds, keys := benchWorld(b, 64)
+	w := worlds[0]
+	ctx := context.Background()
+	txns := make([]string, len(keys))
+	for i, key := range keys {
+		txns[i] = "txn_rollup_refunded_" + strconv.Itoa(i)
+		res, err := lb.sales.RecordSale(ctx, sale{txn: txns[i], customerKey: key, amount: 1_000_000_000}.request(w.program.ID))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := lb.balances.ApproveCommission(ctx, *res.CommissionID); err != nil {
+			b.Fatal(err)
+		}
+	}
+	triggers := func(b *testing.B, on bool) {
+		verb := "DISABLE"
+		if on {
+			verb = "ENABLE"
+		}
+		for _, q := range []string{"sales TRIGGER sales_rollup", "commissions TRIGGER commissions_rollup_insert",
+			"commissions TRIGGER commissions_rollup_update", "refunds TRIGGER refunds_rollup"} {
+			table, trigger, _ := strings.Cut(q, " ")
+			if _, err := lb.db.Exec(`ALTER TABLE ` + table + ` ` + verb + ` ` + trigger); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	var seq atomic.Int64
+	for round := range 2 {
+		for _, on := range []bool{round == 0, round != 0} {
+			name := "rollups=off"
+			if on {
+				name = "rollups=on"
+			}
+			b.Run("sale/"+name, func(b *testing.B) {
+				triggers(b, on)
+				runParallel(b, func(int64) error {
+					i := seq.Add(1)
+					req := sale{txn: "txn_rollup_bench_" + strconv.FormatInt(i, 10), customerKey: keys[i%int64(len(keys))], amount: 1999}
+					_, err := lb.sales.RecordSale(ctx, req.request(w.program.ID))
+					return err
+				})
+			})
+			b.Run("refund/"+name, func(b *testing.B) {
+				triggers(b, on)
+				runParallel(b, func(int64) error {
+					i := seq.Add(1)
+					_, err := lb.refunds.ApplyRefund(ctx, ledger.RefundInput{ProgramID: w.program.ID, TransactionID: txns[i%int64(len(txns))],
+						AmountCents: 7, RefundID: "re_rollup_bench_" + strconv.FormatInt(i, 10), Source: ledger.SourceAPI})
+					return err
+				})
+			})
+		}
+	}
+	triggers(b, true)
 }
