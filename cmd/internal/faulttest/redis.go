@@ -19,6 +19,11 @@ type RedisOptions struct {
 	// docker-compose.yml runs Redis), so queued tasks survive a restart
 	// or a crash of the process.
 	AppendOnly bool
+	// FsyncAlways writes and fsyncs the file before every reply: nothing
+	// acknowledged is lost to a kill even while the disk is too busy for
+	// everysec's background fsync (then Redis postpones its writes up to
+	// 2 s and replies meanwhile; docs/ingestion.md).
+	FsyncAlways bool
 }
 
 // Redis is a redis-server of one test, on its own port and directory.
@@ -55,7 +60,7 @@ func (r *Redis) Start(tb testing.TB) {
 	if r.p != nil {
 		tb.Fatalf("faulttest: redis on %d already running", r.Port)
 	}
-	p, err := proc.StartRedis(proc.RedisOptions{Port: r.Port, Dir: r.Dir, AppendOnly: r.opts.AppendOnly})
+	p, err := proc.StartRedis(proc.RedisOptions{Port: r.Port, Dir: r.Dir, AppendOnly: r.opts.AppendOnly, FsyncAlways: r.opts.FsyncAlways})
 	if err != nil {
 		tb.Fatalf("faulttest: %v", err)
 	}

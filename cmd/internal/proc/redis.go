@@ -18,7 +18,10 @@ type RedisOptions struct {
 	// as docker-compose.yml runs Redis: what it acknowledged survives a
 	// crash of the process. Otherwise it persists nothing.
 	AppendOnly bool
-	LogFile    string // also write its log to this file
+	// FsyncAlways fsyncs the append-only file before every reply
+	// (appendfsync always) instead of once a second.
+	FsyncAlways bool
+	LogFile     string // also write its log to this file
 }
 
 // StartRedis starts redis-server on 127.0.0.1 and waits until it answers
@@ -28,13 +31,16 @@ func StartRedis(o RedisOptions) (*Process, error) {
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		return nil, fmt.Errorf("redis-server is not installed (%v); install it with `apt-get install -y redis-server`", err)
 	}
-	appendOnly := "no"
+	appendOnly, fsync := "no", "everysec"
 	if o.AppendOnly {
 		appendOnly = "yes"
 	}
+	if o.FsyncAlways {
+		fsync = "always"
+	}
 	p, err := Start("redis-server", "redis-server", Options{LogFile: o.LogFile, Args: []string{
 		"--port", strconv.Itoa(o.Port), "--bind", "127.0.0.1", "--protected-mode", "yes",
-		"--save", "", "--appendonly", appendOnly, "--appendfsync", "everysec",
+		"--save", "", "--appendonly", appendOnly, "--appendfsync", fsync,
 		"--dir", o.Dir, "--logfile", "", "--daemonize", "no"}})
 	if err != nil {
 		return nil, err
