@@ -279,12 +279,11 @@ func BenchmarkRawSaleTransaction(b *testing.B) {
 	})
 }
 
-// BenchmarkRefund applies partial refunds, each with its own refund id, to
-// credited commissions of 64 sales of 16 partners (every refund deducts
-// from its partner's balance), from 16 clients.
-func BenchmarkRefund(b *testing.B) {
-	lb, worlds, keys := benchWorld(b, 64)
-	w := worlds[0]
+// refundableSales records a large sale for each customer key and approves
+// its commission, so that every refund of it deducts from the balance;
+// it returns their transaction ids.
+func refundableSales(b *testing.B, lb *ledgerBundle, w saleWorld, keys []string) []string {
+	b.Helper()
 	ctx := context.Background()
 	txns := make([]string, len(keys))
 	for i, key := range keys {
@@ -297,6 +296,17 @@ func BenchmarkRefund(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	return txns
+}
+
+// BenchmarkRefund applies partial refunds, each with its own refund id, to
+// credited commissions of 64 sales of 16 partners (every refund deducts
+// from its partner's balance), from 16 clients.
+func BenchmarkRefund(b *testing.B) {
+	lb, worlds, keys := benchWorld(b, 64)
+	w := worlds[0]
+	ctx := context.Background()
+	txns := refundableSales(b, lb, w, keys)
 	runParallel(b, func(i int64) error {
 		_, err := lb.refunds.ApplyRefund(ctx, ledger.RefundInput{ProgramID: w.program.ID, TransactionID: txns[i%int64(len(txns))],
 			AmountCents: 7, RefundID: "re_bench_" + strconv.FormatInt(i, 10), Source: ledger.SourceAPI})

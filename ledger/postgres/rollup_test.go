@@ -467,17 +467,7 @@ func BenchmarkMoneyPathRollups(b *testing.B) {
 	lb, worlds, keys := benchWorld(b, 64)
 	w := worlds[0]
 	ctx := context.Background()
-	txns := make([]string, len(keys))
-	for i, key := range keys {
-		txns[i] = "txn_rollup_refunded_" + strconv.Itoa(i)
-		res, err := lb.sales.RecordSale(ctx, sale{txn: txns[i], customerKey: key, amount: 1_000_000_000}.request(w.program.ID))
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := lb.balances.ApproveCommission(ctx, *res.CommissionID); err != nil {
-			b.Fatal(err)
-		}
-	}
+	txns := refundableSales(b, lb, w, keys)
 	triggers := func(b *testing.B, on bool) {
 		verb := "DISABLE"
 		if on {
