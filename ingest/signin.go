@@ -17,6 +17,16 @@ const msgSignInNotConfigured = "Sign-in is not configured on this server (OIDC_I
 
 var signInStyle = errorStyle{internalMessage: "Sign-in failed"}
 
+// SignInLimit is the rate limit of API sign-in, for the dashboard's
+// browser sign-in routes: one bucket per client IP for both.
+func (s *Server) SignInLimit() fiber.Handler {
+	limit := s.rateLimit("signin", limitSignIn, byIP)
+	return func(c *fiber.Ctx) error {
+		c.Locals(styleKey{}, signInStyle)
+		return limit(c)
+	}
+}
+
 // signIn is POST /api/v1/auth/session: it verifies an id_token of the
 // sign-in provider, creates or links the user and returns a dashboard
 // token.

@@ -17,6 +17,10 @@ type Identity struct {
 	// time. An Identity without a hash is not checked for reuse.
 	TokenHash    []byte
 	TokenExpires time.Time
+
+	// Nonce is the token's nonce claim: a browser sign-in compares it
+	// with the one it sent, so that a token is bound to its sign-in.
+	Nonce string
 }
 
 // Codes carried in error.details.code by sign-in refusals (dashboard

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	gooidc "github.com/coreos/go-oidc/v3/oidc"
+	"golang.org/x/oauth2"
 
 	"github.com/partnertrack/partnertrack/ledger"
 )
@@ -45,6 +46,7 @@ type Verifier struct {
 
 	mu        sync.Mutex
 	verifier  *gooidc.IDTokenVerifier
+	provider  *gooidc.Provider
 	failedAt  time.Time
 	failedErr error
 }
@@ -85,10 +87,22 @@ func (v *Verifier) idVerifier(ctx context.Context) (*gooidc.IDTokenVerifier, err
 		v.failedAt, v.failedErr = v.cfg.Now(), fmt.Errorf("oidc: discovery of %s: %w", v.cfg.IssuerURL, err)
 		return nil, v.failedErr
 	}
+	v.provider = p
 	v.verifier = p.VerifierContext(gooidc.ClientContext(context.Background(), v.cfg.HTTPClient),
 		&gooidc.Config{ClientID: v.cfg.ClientID, Now: v.cfg.Now})
 	v.failedErr = nil
 	return v.verifier, nil
+}
+
+// Endpoint returns the provider's authorization and token endpoints, for
+// the browser sign-in's authorization-code flow.
+func (v *Verifier) Endpoint(ctx context.Context) (oauth2.Endpoint, error) {
+	if _, err := v.idVerifier(ctx); err != nil {
+		return oauth2.Endpoint{}, err
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.provider.Endpoint(), nil
 }
 
 // claims are the id_token claims we read beyond those go-oidc checks.
@@ -96,6 +110,7 @@ type claims struct {
 	Email         string       `json:"email"`
 	EmailVerified flexibleBool `json:"email_verified"`
 	AZP           *string      `json:"azp"`
+	Nonce         string       `json:"nonce"`
 }
 
 // maxIssuedAtSkew is how far in the future an id_token's iat may be
@@ -166,7 +181,7 @@ func (v *Verifier) VerifyIDToken(ctx context.Context, raw string) (*ledger.Ident
 	}
 	hash := sha256.Sum256([]byte(raw))
 	return &ledger.Identity{Issuer: tok.Issuer, Subject: tok.Subject, Email: email,
-		TokenHash: hash[:], TokenExpires: tok.Expiry}, nil
+		TokenHash: hash[:], TokenExpires: tok.Expiry, Nonce: c.Nonce}, nil
 }
 
 // isKeyFetchFailure tells a provider whose keys could not be fetched (the

@@ -30,6 +30,7 @@ import (
 	"github.com/partnertrack/partnertrack/ingest/linkcache"
 	"github.com/partnertrack/partnertrack/ingest/oidc"
 	"github.com/partnertrack/partnertrack/ingest/traffic"
+	"github.com/partnertrack/partnertrack/ingest/web"
 	"github.com/partnertrack/partnertrack/ledger"
 	"github.com/partnertrack/partnertrack/ledger/postgres"
 	"github.com/partnertrack/partnertrack/migrations"
@@ -220,7 +221,8 @@ func (b *Backends) Edge(ctx context.Context) (*ingest.Server, error) {
 	payouts := postgres.NewPayoutService(b.DB, outbox, b.Logger)
 	b.closers = append(b.closers, payouts.WaitRelays)
 	cli := postgres.NewCLIService(b.DB)
-	return ingest.New(ingest.Config{
+	partnerSignIn := postgres.NewPartnerAccountService(b.DB)
+	srv := ingest.New(ingest.Config{
 		PublicBaseURL:       b.Config.PublicBaseURL,
 		OperatorToken:       b.Config.OperatorToken,
 		TrustedProxies:      b.Config.TrustedProxies,
@@ -243,7 +245,7 @@ func (b *Backends) Edge(ctx context.Context) (*ingest.Server, error) {
 		Balances:      balances,
 		Notifications: postgres.NewNotificationStore(b.DB),
 		SignIn:        accounts,
-		PartnerSignIn: postgres.NewPartnerAccountService(b.DB),
+		PartnerSignIn: partnerSignIn,
 		Events:        postgres.NewEventService(b.DB),
 		Settings:      programs,
 		Identity:      b.IdentityVerifier(),
@@ -289,7 +291,20 @@ func (b *Backends) Edge(ctx context.Context) (*ingest.Server, error) {
 			"redis":         b.pingRedis,
 			"queue_breaker": pipeline.Ready,
 		},
-	}), nil
+	})
+	// The dashboard's pages: they call the API above in process.
+	provider, _ := b.IdentityVerifier().(web.Provider)
+	web.Mount(srv.App(), web.Config{
+		PublicBaseURL: b.Config.PublicBaseURL,
+		BrandPrefix:   b.Config.BrandPrefix,
+		Provider:      provider,
+		ClientID:      b.Config.OIDCClientID,
+		SignIn:        accounts,
+		PartnerSignIn: partnerSignIn,
+		Limit:         srv.SignInLimit(),
+		Logger:        b.Logger,
+	})
+	return srv, nil
 }
 
 // PendingClicks reads the pending-click records of clicks acknowledged by an

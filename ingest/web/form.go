@@ -1,0 +1,70 @@
+package web
+
+import (
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+)
+
+// form is a submitted form being shown again: its values, and the API's
+// refusal placed next to the field it names.
+type form struct {
+	Name   string            // which form of the page (a page may have several)
+	Values map[string]string // what was sent, to fill the fields again
+	Errors map[string]string // field name → the API's message
+	Error  string            // a refusal that names no field of the form
+}
+
+// readForm keeps the named fields of the submitted form.
+func readForm(c *fiber.Ctx, name string, fields ...string) *form {
+	f := &form{Name: name, Values: map[string]string{}, Errors: map[string]string{}}
+	for _, n := range fields {
+		f.Values[n] = strings.TrimSpace(c.FormValue(n))
+	}
+	return f
+}
+
+// Value is the sent value of a field.
+func (f *form) Value(name string) string {
+	if f == nil {
+		return ""
+	}
+	return f.Values[name]
+}
+
+// Err is the message to show next to a field.
+func (f *form) Err(name string) string {
+	if f == nil {
+		return ""
+	}
+	return f.Errors[name]
+}
+
+// Is reports whether this is the named form (the one to show errors in).
+func (f *form) Is(name string) bool { return f != nil && f.Name == name }
+
+// refuse places an API refusal: on the field its details name, else on the
+// first field of the form its message names ("commission_rate must be …"),
+// else above the form. It reports whether err was a refusal to show (a 4xx
+// answer); any other error is the caller's to return.
+func (f *form) refuse(err error) (int, bool) {
+	re, ok := asResponseError(err)
+	if !ok || re.Status >= 500 || re.Status == fiber.StatusUnauthorized {
+		return 0, false
+	}
+	if field, _ := re.Details["field"].(string); field != "" {
+		if _, known := f.Values[field]; known {
+			f.Errors[field] = re.Message
+			return re.Status, true
+		}
+	}
+	msg := strings.ToLower(re.Message)
+	for name := range f.Values {
+		if strings.Contains(msg, name) || strings.Contains(msg, strings.ReplaceAll(name, "_", " ")) {
+			f.Errors[name] = re.Message
+			return re.Status, true
+		}
+	}
+	f.Error = re.Message
+	return re.Status, true
+}
