@@ -1,8 +1,28 @@
 package web
 
-import "github.com/gofiber/fiber/v2"
+import (
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/partnertrack/partnertrack/ingest/apiclient"
+)
 
 // brandRoutes are the brand's pages under /app/.
 func (p *Pages) brandRoutes(r fiber.Router) {
 	// ==== brand pages ====
+}
+
+// brandProgram reads the program a brand page is about, for its title and
+// tabs; a program the person cannot see is the API's 404, shown as such.
+func (p *Pages) brandProgram(c *fiber.Ctx, tab string) (*apiclient.DashProgramSettings, *programNav, error) {
+	id, err := pathID(c, "id")
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx, auth := p.as(c)
+	resp, err := p.api.GetProgramSettingsWithResponse(ctx, id, auth)
+	if err = apiError(resp.HTTPResponse, resp.Body, err); err != nil {
+		return nil, nil, err
+	}
+	prog := &resp.JSON200.Data
+	return prog, &programNav{ID: id, Name: prog.Name, Tab: tab}, nil
 }
