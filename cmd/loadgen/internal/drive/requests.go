@@ -204,3 +204,22 @@ func Listing(c *Client, q ListingQuery, token string) Do {
 		return c.Do(&Request{Method: "GET", Path: q.Path, Token: token}, nil)
 	}
 }
+
+// PageQueries are the dashboard pages issue 27 sets a target for: a
+// program's overview (its default 30 days) and its partners.
+func PageQueries(programID int64) []ListingQuery {
+	base := "/app/programs/" + strconv.FormatInt(programID, 10)
+	return []ListingQuery{
+		{"overview", base},
+		{"partners", base + "/partners"},
+	}
+}
+
+// Page reads one dashboard page as a signed-in browser does (the session
+// cookie), taking the sessions in turn.
+func Page(c *Client, q ListingQuery, sessions []string) Do {
+	return func(ctx context.Context, w int, i int64) (int, error) {
+		cookie := "pt_session=" + sessions[i%int64(len(sessions))]
+		return c.Do(&Request{Method: "GET", Path: q.Path, Header: [][2]string{{"Cookie", cookie}}}, nil)
+	}
+}
