@@ -1,6 +1,11 @@
 package web
 
 import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
@@ -13,11 +18,12 @@ type form struct {
 	Values map[string]string // what was sent, to fill the fields again
 	Errors map[string]string // field name → the API's message
 	Error  string            // a refusal that names no field of the form
+	order  []string          // the fields in the form's order
 }
 
 // readForm keeps the named fields of the submitted form.
 func readForm(c *fiber.Ctx, name string, fields ...string) *form {
-	f := &form{Name: name, Values: map[string]string{}, Errors: map[string]string{}}
+	f := &form{Name: name, Values: map[string]string{}, Errors: map[string]string{}, order: fields}
 	for _, n := range fields {
 		f.Values[n] = strings.TrimSpace(c.FormValue(n))
 	}
@@ -59,7 +65,7 @@ func (f *form) refuse(err error) (int, bool) {
 		}
 	}
 	msg := strings.ToLower(re.Message)
-	for name := range f.Values {
+	for _, name := range f.order {
 		if strings.Contains(msg, name) || strings.Contains(msg, strings.ReplaceAll(name, "_", " ")) {
 			f.Errors[name] = re.Message
 			return re.Status, true
@@ -68,3 +74,25 @@ func (f *form) refuse(err error) (int, bool) {
 	f.Error = re.Message
 	return re.Status, true
 }
+
+// json renders the form as a JSON API body: empty fields are left out
+// (the API's default applies); the fields named in numbers go as JSON
+// numbers when they read as one, and as text otherwise, so that the API
+// refuses them with its own message rather than the page guessing one.
+func (f *form) json(numbers ...string) io.Reader {
+	body := map[string]any{}
+	for name, v := range f.Values {
+		if v == "" {
+			continue
+		}
+		body[name] = v
+		if slices.Contains(numbers, name) && numberLiteral.MatchString(v) {
+			body[name] = json.Number(v)
+		}
+	}
+	b, _ := json.Marshal(body)
+	return bytes.NewReader(b)
+}
+
+// numberLiteral is a JSON number (RFC 8259 §6).
+var numberLiteral = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$`)

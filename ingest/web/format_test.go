@@ -2,7 +2,10 @@ package web
 
 import (
 	"encoding/json"
+	"io"
 	"testing"
+
+	"github.com/partnertrack/partnertrack/ingest/apiclient"
 )
 
 func TestMoneyUsesTheCurrencysDecimals(t *testing.T) {
@@ -63,5 +66,33 @@ func TestCSRFTokenIsBoundToTheSession(t *testing.T) {
 	a, b := csrfToken("pt_session_a"), csrfToken("pt_session_b")
 	if a == b || a != csrfToken("pt_session_a") || len(a) < 40 {
 		t.Fatalf("csrf tokens: %q %q", a, b)
+	}
+}
+
+func TestFormJSONKeepsBadNumbersAsText(t *testing.T) {
+	f := &form{Values: map[string]string{"name": "Acme", "commission_rate": "12.5", "hold_days": "ten", "domain": ""}}
+	b, _ := io.ReadAll(f.json("commission_rate", "hold_days"))
+	var got map[string]any
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got["name"] != "Acme" || got["commission_rate"] != 12.5 || got["hold_days"] != "ten" || len(got) != 3 {
+		t.Fatalf("body: %s", b)
+	}
+}
+
+func TestRefusalGoesNextToTheFieldItNames(t *testing.T) {
+	f := &form{Values: map[string]string{"name": "", "commission_rate": "x"}, Errors: map[string]string{}, order: []string{"name", "commission_rate"}}
+	status, shown := f.refuse(&apiclient.ResponseError{Status: 400, Message: "commission_rate must be a positive number"})
+	if !shown || status != 400 || f.Errors["commission_rate"] == "" || f.Error != "" {
+		t.Fatalf("refusal placed at %v / %q", f.Errors, f.Error)
+	}
+	g := &form{Values: map[string]string{"code": "x"}, Errors: map[string]string{}, order: []string{"code"}}
+	g.refuse(&apiclient.ResponseError{Status: 409, Message: "Only a workspace owner can do that"})
+	if g.Error == "" || len(g.Errors) != 0 {
+		t.Fatalf("form-level refusal placed at %v / %q", g.Errors, g.Error)
+	}
+	if _, shown := g.refuse(&apiclient.ResponseError{Status: 500, Message: "boom"}); shown {
+		t.Fatal("a 500 is not a refusal to show")
 	}
 }
