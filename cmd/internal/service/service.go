@@ -220,6 +220,9 @@ func (b *Backends) Edge(ctx context.Context) (*ingest.Server, error) {
 	payouts := postgres.NewPayoutService(b.DB, outbox, b.Logger)
 	b.closers = append(b.closers, payouts.WaitRelays)
 	cli := postgres.NewCLIService(b.DB)
+	// The web dashboard's API: test webhook events relay after commit.
+	webhookDeliveries := postgres.NewWebhookDeliveryService(b.DB, outbox, b.Logger)
+	b.closers = append(b.closers, webhookDeliveries.WaitRelays)
 	return ingest.New(ingest.Config{
 		PublicBaseURL:       b.Config.PublicBaseURL,
 		OperatorToken:       b.Config.OperatorToken,
@@ -270,6 +273,9 @@ func (b *Backends) Edge(ctx context.Context) (*ingest.Server, error) {
 		// The partner portal's API (issue 26, helper A).
 		Portal:  postgres.NewPortalService(b.DB, intake, nil),
 		Payouts: payouts,
+		// The web dashboard's API (issue 27).
+		MemberPrograms:    programs,
+		WebhookDeliveries: webhookDeliveries,
 	}, ingest.Options{
 		Limiter:  ratelimit.New(store, nil),
 		Logger:   b.Logger,
