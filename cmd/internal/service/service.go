@@ -219,10 +219,10 @@ func (b *Backends) Edge(ctx context.Context) (*ingest.Server, error) {
 	// Payouts write webhooks, notifications and emails to the outbox.
 	payouts := postgres.NewPayoutService(b.DB, outbox, b.Logger)
 	b.closers = append(b.closers, payouts.WaitRelays)
-	cli := postgres.NewCLIService(b.DB)
 	// The web dashboard's API: test webhook events relay after commit.
 	webhookDeliveries := postgres.NewWebhookDeliveryService(b.DB, outbox, b.Logger)
 	b.closers = append(b.closers, webhookDeliveries.WaitRelays)
+	cli := postgres.NewCLIService(b.DB)
 	return ingest.New(ingest.Config{
 		PublicBaseURL:       b.Config.PublicBaseURL,
 		OperatorToken:       b.Config.OperatorToken,
