@@ -222,6 +222,9 @@ func (b *Backends) Edge(ctx context.Context) (*ingest.Server, error) {
 	// Payouts write webhooks, notifications and emails to the outbox.
 	payouts := postgres.NewPayoutService(b.DB, outbox, b.Logger)
 	b.closers = append(b.closers, payouts.WaitRelays)
+	// The web dashboard's API: test webhook events relay after commit.
+	webhookDeliveries := postgres.NewWebhookDeliveryService(b.DB, outbox, b.Logger)
+	b.closers = append(b.closers, webhookDeliveries.WaitRelays)
 	cli := postgres.NewCLIService(b.DB)
 	partnerSignIn := postgres.NewPartnerAccountService(b.DB)
 	srv := ingest.New(ingest.Config{
@@ -274,6 +277,9 @@ func (b *Backends) Edge(ctx context.Context) (*ingest.Server, error) {
 		// The partner portal's API (issue 26, helper A).
 		Portal:  postgres.NewPortalService(b.DB, intake, nil),
 		Payouts: payouts,
+		// The web dashboard's API (issue 27).
+		MemberPrograms:    programs,
+		WebhookDeliveries: webhookDeliveries,
 	}, ingest.Options{
 		Limiter:  ratelimit.New(store, nil),
 		Logger:   b.Logger,
