@@ -27,6 +27,9 @@ var funcs = template.FuncMap{
 	"lower":       strings.ToLower,
 	"programTabs": func() []tab { return programTabs },
 	"partnerTabs": func() []tab { return partnerTabs },
+	"fieldOf": func(f *form, name, label, typ string) field {
+		return field{Form: f, Name: name, Label: label, Type: typ}
+	},
 }
 
 // money formats an exact amount in major units of its currency with the

@@ -215,3 +215,13 @@ func regexpFind(t *testing.T, body, expr string) string {
 	}
 	return m[1]
 }
+
+// count runs a counting query on the stack's database.
+func (s *stack) count(t *testing.T, query string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := s.DB.QueryRow(query, args...).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	return n
+}
