@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"html/template"
 	"strconv"
-	"strings"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -36,8 +35,8 @@ var (
 
 // brandSettings is GET /app/programs/:id/settings: the program's fields,
 // its API keys, its webhooks with their recent deliveries, and the
-// tracker snippet. The only brand page that reads the settings route's
-// low rate limit on purpose (brandProgram does, and it is all we need).
+// tracker snippet. The program's fields are brandProgram's read of the
+// settings route (30 a minute): the page makes no second one.
 func (p *Pages) brandSettings(c *fiber.Ctx) error {
 	return p.showBrandSettings(c, fiber.StatusOK, nil)
 }
@@ -114,7 +113,7 @@ func (p *Pages) brandUpdateSettings(c *fiber.Ctx) error {
 			} else if f.Value("remove_stripe_webhook_secret") != "" {
 				body[name] = ""
 			}
-		case settingsNumbers[name] && isJSONNumber(v):
+		case settingsNumbers[name] && numberLiteral.MatchString(v):
 			body[name] = json.Number(v)
 		default:
 			body[name] = v
@@ -134,12 +133,6 @@ func (p *Pages) brandUpdateSettings(c *fiber.Ctx) error {
 		return err
 	}
 	return p.flash(c, "Settings saved.", programPath(id, "settings"))
-}
-
-// isJSONNumber reports whether s is a JSON number literal.
-func isJSONNumber(s string) bool {
-	var n json.Number
-	return s != "" && json.Unmarshal([]byte(s), &n) == nil && !strings.HasPrefix(s, "\"")
 }
 
 // brandRegenerateKey is POST …/settings/key (owners only): the program's
