@@ -26,6 +26,8 @@ func (p *Pages) brandRoutes(r fiber.Router) {
 	r.Post("/programs/:id/settings/key", p.brandRegenerateKey)
 	r.Post("/programs/:id/settings/webhooks", p.brandCreateWebhook)
 	r.Post("/programs/:id/settings/webhooks/:webhookId/delete", p.brandDeleteWebhook)
+	r.Get("/programs/:id/settings/webhooks/:webhookId", p.brandWebhookLog)
+	r.Post("/programs/:id/settings/webhooks/:webhookId/test", p.brandTestWebhook)
 	// -- end of helper B2's pages --
 }
 

@@ -142,3 +142,52 @@ func TestBrandSettingsPage(t *testing.T) {
 		}
 	})
 }
+
+// TestBrandWebhookLogAndTestEvent: the send-test-event button queues a
+// webhook.test for that endpoint; the delivery log page shows what the
+// API's log holds once the message is attempted; another brand can
+// neither read the log nor send.
+func TestBrandWebhookLogAndTestEvent(t *testing.T) {
+	t.Parallel()
+	s := newStack(t)
+	w := s.brand(t)
+	hook := s.api(t, 201, "POST", fmt.Sprintf("/api/v1/programs/%d/webhooks", w.ProgramID), w.Owner,
+		map[string]any{"url": "https://93.184.215.14/hooks", "events": []string{"payout.paid"}})
+	hookID := jsonInt(hook["id"])
+	b := s.browser(t).withCookie("pt_session", w.Owner)
+	settings := b.get(fmt.Sprintf("/app/programs/%d/settings", w.ProgramID))
+	logPath := fmt.Sprintf("/app/programs/%d/settings/webhooks/%d", w.ProgramID, hookID)
+	settings.mustContain(t, `href="`+logPath+`"`, fmt.Sprintf("Send test event to webhook %d", hookID))
+
+	page := b.get(logPath)
+	if page.Status != 200 {
+		t.Fatalf("log: %d %s", page.Status, page.Body)
+	}
+	page.mustContain(t, fmt.Sprintf("<h1>Webhook %d</h1>", hookID), "https://93.184.215.14/hooks", "Nothing attempted yet")
+
+	p := b.post(logPath+"/test", url.Values{"csrf": {page.csrf(t)}})
+	if p.Status != 303 || p.Location != logPath {
+		t.Fatalf("send test: %d %q %s", p.Status, p.Location, p.Body)
+	}
+	page = b.get(logPath)
+	msgID := regexpFind(t, page.Body, `Test event (msg_[A-Za-z0-9_]+) queued`)
+	var queued int
+	if err := s.DB.QueryRow(`SELECT count(*) FROM outbox WHERE task_type = 'webhook:deliver' AND payload->>'event_type' = 'webhook.test'`).Scan(&queued); err != nil || queued != 1 {
+		t.Fatalf("webhook.test events queued: %d (%v)", queued, err)
+	}
+	// The worker's attempt, as notify.Sender logs it.
+	if _, err := s.DB.Exec(`INSERT INTO webhook_deliveries (endpoint_id, message_id, event_type, attempt, status_code, latency_ms) VALUES ($1, $2, 'webhook.test', 1, 204, 37)`,
+		hookID, msgID); err != nil {
+		t.Fatal(err)
+	}
+	b.get(logPath).mustContain(t, "webhook.test", msgID, `<span class="status ok">succeeded (204)</span>`, "37 ms")
+
+	other := s.brand(t)
+	ob := s.browser(t).withCookie("pt_session", other.Owner)
+	ob.get(logPath).mustBeRefused(t, msgID, "93.184.215.14")
+	oc := ob.get(fmt.Sprintf("/app/programs/%d/settings", other.ProgramID)).csrf(t)
+	ob.post(logPath+"/test", url.Values{"csrf": {oc}}).mustBeRefused(t)
+	if err := s.DB.QueryRow(`SELECT count(*) FROM outbox WHERE task_type = 'webhook:deliver' AND payload->>'event_type' = 'webhook.test'`).Scan(&queued); err != nil || queued != 1 {
+		t.Fatalf("another brand queued a test event: %d (%v)", queued, err)
+	}
+}
