@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"reflect"
 
 	"github.com/valyala/fasthttp"
 
@@ -87,13 +88,24 @@ func newClient(d inProcess) *apiclient.ClientWithResponses {
 	return c
 }
 
-// apiError returns the API's refusal of an answer, or nil for a 2xx.
-// A transport error (nothing answered) is returned as is.
-func apiError(resp *http.Response, body []byte, err error) error {
+// apiCheck returns the API's refusal in a generated answer (a
+// *XxxResponse of apiclient), nil for a 2xx, or err when the call failed
+// before an answer (then resp is nil). The answers share no interface
+// with their HTTPResponse and Body, so this reads the two fields by name.
+func apiCheck[R any](resp *R, err error) error {
 	if err != nil {
 		return err
 	}
-	return apiclient.CheckResponse(resp, body)
+	if resp == nil {
+		return errors.New("web: the API call returned no answer")
+	}
+	v := reflect.ValueOf(resp).Elem()
+	hr, _ := v.FieldByName("HTTPResponse").Interface().(*http.Response)
+	body, _ := v.FieldByName("Body").Interface().([]byte)
+	if hr == nil {
+		return errors.New("web: the API answer has no HTTP response")
+	}
+	return apiclient.CheckResponse(hr, body)
 }
 
 // asResponseError reports the API's refusal in err, if it is one.

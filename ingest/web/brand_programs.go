@@ -12,7 +12,7 @@ import (
 func (p *Pages) myPrograms(c *fiber.Ctx, token string) ([]apiclient.DashMyProgram, error) {
 	ctx, auth := p.asToken(c, token)
 	resp, err := p.api.ListMyProgramsWithResponse(ctx, auth)
-	if err = apiError(resp.HTTPResponse, resp.Body, err); err != nil {
+	if err = apiCheck(resp, err); err != nil {
 		return nil, err
 	}
 	return resp.JSON200.Data, nil
@@ -40,12 +40,6 @@ func (p *Pages) showBrandPrograms(c *fiber.Ctx, status int, f *form) error {
 // programFields are the fields of the new-program form, in its order.
 var programFields = []string{"name", "domain", "commission_type", "commission_rate", "currency", "hold_days", "cookie_duration", "duration_months"}
 
-// The choices the API takes (its OpenAPI enums).
-var (
-	commissionTypes = []string{"percent", "fixed", "recurring_percent", "recurring_fixed"}
-	currencies      = []string{"USD", "EUR", "VND"}
-)
-
 // brandCreateProgram is POST /app/programs: a new program in the person's
 // workspace (a new workspace when they have none), then its overview.
 func (p *Pages) brandCreateProgram(c *fiber.Ctx) error {
@@ -53,7 +47,7 @@ func (p *Pages) brandCreateProgram(c *fiber.Ctx) error {
 	ctx, auth := p.as(c)
 	resp, err := p.api.CreateMyProgramWithBodyWithResponse(ctx, "application/json",
 		f.json("commission_rate", "hold_days", "cookie_duration", "duration_months"), auth)
-	if err = apiError(resp.HTTPResponse, resp.Body, err); err != nil {
+	if err = apiCheck(resp, err); err != nil {
 		if status, shown := f.refuse(err); shown {
 			return p.showBrandPrograms(c, status, f)
 		}

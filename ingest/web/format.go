@@ -30,6 +30,10 @@ var funcs = template.FuncMap{
 	"fieldOf": func(f *form, name, label, typ string) field {
 		return field{Form: f, Name: name, Label: label, Type: typ}
 	},
+	// brand commissions, payouts, events and settings (helper B2)
+	"minorAmount": minorAmount,
+	"dict":        dict,
+	"list":        func(v ...any) []any { return v },
 }
 
 // money formats an exact amount in major units of its currency with the
@@ -136,4 +140,31 @@ func derefOr[T any](p *T, or T) T {
 		return or
 	}
 	return *p
+}
+
+// minorAmount is amount for an API value in minor units (an event's
+// amount_cents): exact, in major units of its currency.
+func minorAmount(minor *int64, currency *string) template.HTML {
+	if minor == nil {
+		return ""
+	}
+	cur := ledger.Currency(strings.ToUpper(deref(currency)))
+	return amountHTML(ledger.MinorToMajor(*minor, cur).String(), cur)
+}
+
+// dict builds a map from key, value pairs, to pass several values to a
+// shared template ({{template "field" (dict "Name" "x" "Label" "X")}}).
+func dict(kv ...any) (map[string]any, error) {
+	if len(kv)%2 != 0 {
+		return nil, fmt.Errorf("dict: odd number of arguments")
+	}
+	m := make(map[string]any, len(kv)/2)
+	for i := 0; i < len(kv); i += 2 {
+		k, ok := kv[i].(string)
+		if !ok {
+			return nil, fmt.Errorf("dict: key %v is not a string", kv[i])
+		}
+		m[k] = kv[i+1]
+	}
+	return m, nil
 }

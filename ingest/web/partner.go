@@ -21,11 +21,11 @@ func (p *Pages) partnerRoutes(r fiber.Router) {
 func (p *Pages) partnerMemberships(c *fiber.Ctx, token string) (int, error) {
 	ctx, auth := p.asToken(c, token)
 	progs, err := p.api.PartnerProgramsWithResponse(ctx, auth)
-	if err = apiError(progs.HTTPResponse, progs.Body, err); err != nil {
+	if err = apiCheck(progs, err); err != nil {
 		return 0, err
 	}
 	invites, err := p.api.PartnerInvitesWithResponse(ctx, auth)
-	if err = apiError(invites.HTTPResponse, invites.Body, err); err != nil {
+	if err = apiCheck(invites, err); err != nil {
 		return 0, err
 	}
 	return len(progs.JSON200.Data) + len(invites.JSON200.Data), nil
@@ -35,11 +35,11 @@ func (p *Pages) partnerMemberships(c *fiber.Ctx, token string) (int, error) {
 func (p *Pages) partnerHome(c *fiber.Ctx) error {
 	ctx, auth := p.as(c)
 	progs, err := p.api.PartnerProgramsWithResponse(ctx, auth)
-	if err = apiError(progs.HTTPResponse, progs.Body, err); err != nil {
+	if err = apiCheck(progs, err); err != nil {
 		return err
 	}
 	invites, err := p.api.PartnerInvitesWithResponse(ctx, auth)
-	if err = apiError(invites.HTTPResponse, invites.Body, err); err != nil {
+	if err = apiCheck(invites, err); err != nil {
 		return err
 	}
 	return p.render(c, fiber.StatusOK, "partner_home", view{Title: "Your programs", Tab: "programs", Data: map[string]any{
@@ -54,7 +54,7 @@ func (p *Pages) partnerAcceptInvite(c *fiber.Ctx) error {
 	}
 	ctx, auth := p.as(c)
 	resp, err := p.api.AcceptPartnerInviteWithResponse(ctx, id, auth)
-	if err = apiError(resp.HTTPResponse, resp.Body, err); err != nil {
+	if err = apiCheck(resp, err); err != nil {
 		return err
 	}
 	return p.flash(c, "Invite accepted: you are in the program.", "/partner/")
@@ -67,7 +67,7 @@ func (p *Pages) partnerDeclineInvite(c *fiber.Ctx) error {
 	}
 	ctx, auth := p.as(c)
 	resp, err := p.api.DeclinePartnerInviteWithResponse(ctx, id, auth)
-	if err = apiError(resp.HTTPResponse, resp.Body, err); err != nil {
+	if err = apiCheck(resp, err); err != nil {
 		return err
 	}
 	return p.flash(c, "Invite declined.", "/partner/")
@@ -86,7 +86,7 @@ func (p *Pages) showPartnerProgram(c *fiber.Ctx, status int, f *form) error {
 	}
 	ctx, auth := p.as(c)
 	progs, err := p.api.PartnerProgramsWithResponse(ctx, auth)
-	if err = apiError(progs.HTTPResponse, progs.Body, err); err != nil {
+	if err = apiCheck(progs, err); err != nil {
 		return err
 	}
 	var prog *apiclient.PartnerProgram
@@ -99,12 +99,12 @@ func (p *Pages) showPartnerProgram(c *fiber.Ctx, status int, f *form) error {
 		return fiber.NewError(fiber.StatusNotFound, "You are not in this program.")
 	}
 	links, err := p.api.PartnerLinksWithResponse(ctx, id, auth)
-	if err = apiError(links.HTTPResponse, links.Body, err); err != nil {
+	if err = apiCheck(links, err); err != nil {
 		return err
 	}
 	period := periodOf(c)
 	stats, err := p.api.PartnerStatsWithResponse(ctx, id, &apiclient.PartnerStatsParams{Period: apiclient.Ptr(apiclient.PartnerStatsParamsPeriod(period))}, auth)
-	if err = apiError(stats.HTTPResponse, stats.Body, err); err != nil {
+	if err = apiCheck(stats, err); err != nil {
 		return err
 	}
 	return p.render(c, status, "partner_program", view{Title: prog.Name, Tab: "programs", Form: f, Data: map[string]any{
@@ -122,7 +122,7 @@ func (p *Pages) partnerCreateLink(c *fiber.Ctx) error {
 	f := readForm(c, "link", "code")
 	ctx, auth := p.as(c)
 	resp, err := p.api.CreatePartnerLinkWithResponse(ctx, id, apiclient.PartnerLinkCreate{Code: f.Value("code")}, auth)
-	if err = apiError(resp.HTTPResponse, resp.Body, err); err != nil {
+	if err = apiCheck(resp, err); err != nil {
 		if status, shown := f.refuse(err); shown {
 			return p.showPartnerProgram(c, status, f)
 		}
