@@ -27,6 +27,9 @@ var funcs = template.FuncMap{
 	"lower":       strings.ToLower,
 	"programTabs": func() []tab { return programTabs },
 	"partnerTabs": func() []tab { return partnerTabs },
+	// partner money pages: whether an exact amount is above zero (a
+	// payout's clawback is shown only then).
+	"positive": positive,
 }
 
 // money formats an exact amount in major units of its currency with the

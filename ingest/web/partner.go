@@ -14,6 +14,12 @@ func (p *Pages) partnerRoutes(r fiber.Router) {
 	r.Get("/programs/:id", p.partnerProgram)
 	r.Post("/programs/:id/links", p.partnerCreateLink)
 	// ==== partner pages (helper) ====
+	// Commissions, payouts with the payout method, notifications.
+	r.Get("/commissions", p.partnerCommissions)
+	r.Get("/payouts", p.partnerPayouts)
+	r.Post("/payouts/programs/:id/request", p.partnerRequestPayout)
+	r.Post("/payouts/method", p.partnerSetPayoutMethod)
+	r.Post("/payouts/method/delete", p.partnerDeletePayoutMethod)
 }
 
 // partnerMemberships counts the programs a partner belongs to or is
