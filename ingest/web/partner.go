@@ -20,6 +20,9 @@ func (p *Pages) partnerRoutes(r fiber.Router) {
 	r.Post("/payouts/programs/:id/request", p.partnerRequestPayout)
 	r.Post("/payouts/method", p.partnerSetPayoutMethod)
 	r.Post("/payouts/method/delete", p.partnerDeletePayoutMethod)
+	r.Get("/notifications", p.partnerNotifications)
+	r.Post("/notifications/read-all", p.partnerReadAllNotifications)
+	r.Post("/notifications/:notificationId/read", p.partnerReadNotification)
 }
 
 // partnerMemberships counts the programs a partner belongs to or is
