@@ -161,6 +161,30 @@ func TestPartnerCommissionsPage(t *testing.T) {
 		t.Fatalf("page=0: %d %s", p.Status, p.Body)
 	}
 
+	// Pages: 25 a page; the links keep the filters.
+	links := s.apiList(t, fmt.Sprintf("/api/v1/partner/programs/%d/links", w.ProgramID), w.Partner)
+	for i := range 25 {
+		click := s.apiBody(t, 200, "POST", "/api/v1/track/click", "", map[string]any{"affiliate_url": links[0]["url"]})["click_id"]
+		s.apiBody(t, 200, "POST", "/api/v1/track/sale", w.Key, map[string]any{
+			"transaction_id": fmt.Sprintf("txn-more-%d", i), "amount_cents": 1000 + i, "click_id": click})
+	}
+	p = b.get("/partner/commissions?status=pending")
+	p.mustContain(t, `<span data-count="25">25</span> commissions</h2>`)
+	if strings.Contains(p.Body, "Next page") {
+		t.Fatal("pages for 25 commissions")
+	}
+	p = b.get("/partner/commissions")
+	p.mustContain(t, `<span data-count="26">26</span> commissions</h2>`, "Page 1 of 2",
+		`<a href="/partner/commissions?page=2" rel="next">Next page</a>`)
+	if strings.Contains(p.Body, "20.00 USD") {
+		t.Fatal("the oldest commission is on the first page")
+	}
+	p = b.get(fmt.Sprintf("/partner/commissions?page=2&program_id=%d", w.ProgramID))
+	p.mustContain(t, "Page 2 of 2", "20.00 USD", fmt.Sprintf(`<a href="/partner/commissions?page=1&amp;program_id=%d" rel="prev">Previous page</a>`, w.ProgramID))
+	if strings.Contains(p.Body, "Next page") {
+		t.Fatal("a next page after the last")
+	}
+
 	// Another partner, in another brand's program, sees none of it, even
 	// when it filters on this program.
 	other := s.brand(t)
