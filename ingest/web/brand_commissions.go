@@ -12,7 +12,8 @@ import (
 // page passes on to the API.
 var commissionFilters = []string{"status", "partner_id", "dateFrom", "dateTo", "page", "pageSize"}
 
-// commissionStatuses are the choices of the status filter.
+// commissionStatuses are the choices of the status filters (brand and
+// partner), in the order a commission goes through them.
 var commissionStatuses = []string{"pending", "approved", "paid", "reversed", "refunded", "rejected"}
 
 // brandCommissions is GET /app/programs/:id/commissions: the program's

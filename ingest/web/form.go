@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -65,7 +66,11 @@ func (f *form) refuse(err error) (int, bool) {
 		}
 	}
 	msg := strings.ToLower(re.Message)
-	for _, name := range f.order {
+	order := f.order
+	if len(order) == 0 { // a form built by hand: its fields by name
+		order = slices.Sorted(maps.Keys(f.Values))
+	}
+	for _, name := range order {
 		if strings.Contains(msg, name) || strings.Contains(msg, strings.ReplaceAll(name, "_", " ")) {
 			f.Errors[name] = re.Message
 			return re.Status, true

@@ -34,6 +34,9 @@ var funcs = template.FuncMap{
 	"minorAmount": minorAmount,
 	"dict":        dict,
 	"list":        func(v ...any) []any { return v },
+	// partner money pages: whether an exact amount is above zero (a
+	// payout's clawback is shown only then).
+	"positive": positive,
 }
 
 // money formats an exact amount in major units of its currency with the

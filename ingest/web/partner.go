@@ -14,6 +14,15 @@ func (p *Pages) partnerRoutes(r fiber.Router) {
 	r.Get("/programs/:id", p.partnerProgram)
 	r.Post("/programs/:id/links", p.partnerCreateLink)
 	// ==== partner pages (helper) ====
+	// Commissions, payouts with the payout method, notifications.
+	r.Get("/commissions", p.partnerCommissions)
+	r.Get("/payouts", p.partnerPayouts)
+	r.Post("/payouts/programs/:id/request", p.partnerRequestPayout)
+	r.Post("/payouts/method", p.partnerSetPayoutMethod)
+	r.Post("/payouts/method/delete", p.partnerDeletePayoutMethod)
+	r.Get("/notifications", p.partnerNotifications)
+	r.Post("/notifications/read-all", p.partnerReadAllNotifications)
+	r.Post("/notifications/:notificationId/read", p.partnerReadNotification)
 }
 
 // partnerMemberships counts the programs a partner belongs to or is
