@@ -9,6 +9,10 @@ import (
 // brandRoutes are the brand's pages under /app/.
 func (p *Pages) brandRoutes(r fiber.Router) {
 	// ==== brand pages ====
+	// ---- overview, partners and links (helper B1) ----
+	r.Get("/programs/:id", p.brandOverview)
+	r.Get("/programs/:id/", p.brandOverview)
+	// ---- end of overview, partners and links ----
 }
 
 // brandProgram reads the program a brand page is about, for its title and

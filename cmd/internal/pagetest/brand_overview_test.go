@@ -1,0 +1,93 @@
+package pagetest
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// enroll adds a partner to a brand's program (operator API) and returns
+// its id.
+func (s *stack) enroll(t *testing.T, w brandWorld, name, email string) int64 {
+	t.Helper()
+	p := s.api(t, 201, "POST", fmt.Sprintf("/api/operator/v1/programs/%d/partners", w.ProgramID), opToken,
+		map[string]any{"email": email, "name": name})
+	return jsonInt(p["id"])
+}
+
+// brandLink creates a partner's link through the brand's API.
+func (s *stack) brandLink(t *testing.T, w brandWorld, partnerID int64, code string) int64 {
+	t.Helper()
+	l := s.api(t, 201, "POST", fmt.Sprintf("/api/v1/programs/%d/links", w.ProgramID), w.Owner,
+		map[string]any{"partner_id": partnerID, "code": code})
+	return jsonInt(l["id"])
+}
+
+// TestBrandOverviewShowsThePerformance: the overview shows what the
+// performance API holds: the totals with their trends, revenue of each
+// currency apart, the two charts, and the top partners and links.
+func TestBrandOverviewShowsThePerformance(t *testing.T) {
+	t.Parallel()
+	s := newStack(t)
+	w := s.brand(t)
+	ana := s.enroll(t, w, "Ana Creator", "ana@creator.example")
+	link := s.brandLink(t, w, ana, "ana-summer")
+	// Today's numbers of the program, as the rollup triggers keep them:
+	// 1234 clicks and 7 leads on Ana's link, 3 sales of 456.78 USD and one
+	// of 10.00 EUR (a currency the program does not count in).
+	if _, err := s.DB.Exec(`INSERT INTO rollup_traffic_daily (program_id, day, partner_id, link_id, clicks, visitors, leads)
+		VALUES ($1, (now() AT TIME ZONE 'UTC')::date, $2, $3, 1234, 900, 7)`, w.ProgramID, ana, link); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.DB.Exec(`INSERT INTO rollup_sales_daily (program_id, day, partner_id, link_id, currency, conversions, revenue_minor, commission_minor)
+		VALUES ($1, (now() AT TIME ZONE 'UTC')::date, $2, $3, 'USD', 3, 45678, 9136),
+		       ($1, (now() AT TIME ZONE 'UTC')::date, $2, $3, 'EUR', 1, 1000, 200)`, w.ProgramID, ana, link); err != nil {
+		t.Fatal(err)
+	}
+	b := s.browser(t).withCookie("pt_session", w.Owner)
+
+	p := b.get(fmt.Sprintf("/app/programs/%d", w.ProgramID))
+	if p.Status != 200 {
+		t.Fatalf("overview: %d %s", p.Status, p.Body)
+	}
+	p.mustContain(t,
+		`<strong aria-current="page">Last 30 days</strong>`, `href="?period=7d"`, `href="?period=90d"`,
+		`<span data-count="1234">1,234</span>`, `<span data-count="7">7</span>`, `<span data-count="4">4</span>`,
+		// Nothing in the previous 30 days: every trend is new.
+		"new vs previous 30 days",
+		"Revenue (USD)", `data-amount="456.78" data-currency="USD">456.78 USD`,
+		"Revenue (EUR)", `data-amount="10" data-currency="EUR">10.00 EUR`,
+		"Commission (USD)", "91.36 USD", "Commission (EUR)", "2.00 EUR",
+		"Average order (USD)", "152.26 USD",
+		`aria-labelledby="activity-t"`, "Clicks, leads and conversions per day",
+		`aria-labelledby="revenue-t"`, "Revenue per day in USD",
+		"Top partners", "Ana Creator", "ana@creator.example",
+		"Top links", "<code>ana-summer</code>",
+	)
+	// Sums in different currencies are never added up.
+	if strings.Contains(p.Body, "466.78") {
+		t.Fatal("USD and EUR revenue summed")
+	}
+	// The trailing slash is the same page (the tabs link there).
+	if p := b.get(fmt.Sprintf("/app/programs/%d/", w.ProgramID)); p.Status != 200 || !strings.Contains(p.Body, "Ana Creator") {
+		t.Fatalf("overview with a slash: %d", p.Status)
+	}
+
+	// Another window: the link marks it, the numbers are the API's.
+	p = b.get(fmt.Sprintf("/app/programs/%d?period=7d", w.ProgramID))
+	p.mustContain(t, `<strong aria-current="page">Last 7 days</strong>`, "new vs previous 7 days", `<span data-count="1234">1,234</span>`)
+}
+
+// TestBrandOverviewOfAnEmptyProgram: a program without numbers shows
+// zeros, the charts and what to do next, not an error.
+func TestBrandOverviewOfAnEmptyProgram(t *testing.T) {
+	t.Parallel()
+	s := newStack(t)
+	w := s.brand(t)
+	p := s.browser(t).withCookie("pt_session", w.Owner).get(fmt.Sprintf("/app/programs/%d", w.ProgramID))
+	if p.Status != 200 {
+		t.Fatalf("overview: %d %s", p.Status, p.Body)
+	}
+	p.mustContain(t, `<span data-count="0">0</span>`, "0.00 USD", `<svg class="chart"`,
+		"No partner has numbers in this period yet", "No link has numbers in this period yet")
+}
