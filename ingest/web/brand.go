@@ -12,6 +12,16 @@ func (p *Pages) brandRoutes(r fiber.Router) {
 	// ---- overview, partners and links (helper B1) ----
 	r.Get("/programs/:id", p.brandOverview)
 	r.Get("/programs/:id/", p.brandOverview)
+	r.Get("/programs/:id/partners", p.brandPartners)
+	r.Post("/programs/:id/partners/:partnerId/status", p.brandPartnerStatus)
+	r.Post("/programs/:id/partners/:partnerId/group", p.brandPartnerGroup)
+	r.Post("/programs/:id/invites", p.brandInvite)
+	r.Post("/programs/:id/invites/:inviteId/resend", p.brandResendInvite)
+	r.Post("/programs/:id/invites/:inviteId/cancel", p.brandCancelInvite)
+	r.Post("/programs/:id/applications/:applicationId/approve", p.brandApproveApplication)
+	r.Post("/programs/:id/applications/:applicationId/reject", p.brandRejectApplication)
+	r.Post("/programs/:id/groups", p.brandCreateGroup)
+	r.Post("/programs/:id/groups/:groupId", p.brandUpdateGroup)
 	// ---- end of overview, partners and links ----
 }
 

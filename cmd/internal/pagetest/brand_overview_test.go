@@ -6,23 +6,6 @@ import (
 	"testing"
 )
 
-// enroll adds a partner to a brand's program (operator API) and returns
-// its id.
-func (s *stack) enroll(t *testing.T, w brandWorld, name, email string) int64 {
-	t.Helper()
-	p := s.api(t, 201, "POST", fmt.Sprintf("/api/operator/v1/programs/%d/partners", w.ProgramID), opToken,
-		map[string]any{"email": email, "name": name})
-	return jsonInt(p["id"])
-}
-
-// brandLink creates a partner's link through the brand's API.
-func (s *stack) brandLink(t *testing.T, w brandWorld, partnerID int64, code string) int64 {
-	t.Helper()
-	l := s.api(t, 201, "POST", fmt.Sprintf("/api/v1/programs/%d/links", w.ProgramID), w.Owner,
-		map[string]any{"partner_id": partnerID, "code": code})
-	return jsonInt(l["id"])
-}
-
 // TestBrandOverviewShowsThePerformance: the overview shows what the
 // performance API holds: the totals with their trends, revenue of each
 // currency apart, the two charts, and the top partners and links.
