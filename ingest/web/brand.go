@@ -22,6 +22,9 @@ func (p *Pages) brandRoutes(r fiber.Router) {
 	r.Post("/programs/:id/applications/:applicationId/reject", p.brandRejectApplication)
 	r.Post("/programs/:id/groups", p.brandCreateGroup)
 	r.Post("/programs/:id/groups/:groupId", p.brandUpdateGroup)
+	r.Get("/programs/:id/links", p.brandLinks)
+	r.Post("/programs/:id/links", p.brandCreateLink)
+	r.Post("/programs/:id/links/:linkId/status", p.brandLinkStatus)
 	// ---- end of overview, partners and links ----
 }
 

@@ -2,6 +2,7 @@ package pagetest
 
 import (
 	"fmt"
+	"net/url"
 	"strings"
 	"testing"
 )
@@ -73,4 +74,56 @@ func TestBrandOverviewOfAnEmptyProgram(t *testing.T) {
 	}
 	p.mustContain(t, `<span data-count="0">0</span>`, "0.00 USD", `<svg class="chart"`,
 		"No partner has numbers in this period yet", "No link has numbers in this period yet")
+}
+
+// TestBrandPagesOfAnotherBrandAreNotFound: another brand's owner gets a
+// 404 page for every page and form of the program, learns nothing of it,
+// and changes nothing.
+func TestBrandPagesOfAnotherBrandAreNotFound(t *testing.T) {
+	t.Parallel()
+	s := newStack(t)
+	w, other := s.brand(t), s.brand(t)
+	ana := s.enroll(t, w, "Ana Creator", "ana@creator.example")
+	link := s.brandLink(t, w, ana, "ana-link")
+	b := s.browser(t).withCookie("pt_session", other.Owner)
+	mine := b.get(fmt.Sprintf("/app/programs/%d/links", other.ProgramID)) // a page of theirs, for its form token
+	if mine.Status != 200 {
+		t.Fatalf("own links page: %d %s", mine.Status, mine.Body)
+	}
+	base := fmt.Sprintf("/app/programs/%d", w.ProgramID)
+	for _, path := range []string{base, base + "/", base + "/partners", base + "/links", base + "/links?page=2"} {
+		p := b.get(path)
+		if p.Status != 404 {
+			t.Fatalf("GET %s: %d, want 404", path, p.Status)
+		}
+		if strings.Contains(p.Body, "Ana Creator") || strings.Contains(p.Body, "ana-link") || strings.Contains(p.Body, "Partners</h1>") {
+			t.Fatalf("GET %s shows the other brand's data:\n%s", path, p.Body)
+		}
+	}
+	forms := map[string]url.Values{
+		fmt.Sprintf("%s/partners/%d/status", base, ana): {"status": {"suspended"}},
+		fmt.Sprintf("%s/links/%d/status", base, link):   {"status": {"disabled"}},
+		base + "/links":   {"partner_id": {fmt.Sprint(ana)}, "code": {"stolen"}},
+		base + "/invites": {"emails": {"mallory@evil.example"}},
+		base + "/groups":  {"name": {"Evil"}},
+	}
+	for path, form := range forms {
+		p := b.submit(mine, path, form)
+		if p.Status != 403 && p.Status != 404 {
+			t.Fatalf("POST %s: %d, want a refusal:\n%s", path, p.Status, p.Body)
+		}
+	}
+	// Nothing changed: the partner and link are active, no link, invite
+	// or group was added.
+	own := s.browser(t).withCookie("pt_session", w.Owner)
+	links := own.get(base + "/links")
+	links.mustContain(t, "Disable link ana-link")
+	if strings.Contains(links.Body, "stolen") {
+		t.Fatal("another brand created a link")
+	}
+	partners := own.get(base + "/partners")
+	partners.mustContain(t, "Suspend Ana Creator", "No open invite.")
+	if strings.Contains(partners.Body, "Evil") {
+		t.Fatal("another brand created a group")
+	}
 }
