@@ -19,7 +19,12 @@ build:
 	$(GO) build -o $(BIN)/ ./cmd/...
 
 # Creates the database when missing, applies migrations, and runs the edge,
-# a worker for every queue and the scheduler in one process on :8080.
+# a worker for every queue and the scheduler in one process on
+# 127.0.0.1:8080, with the development sign-in (any email, no password),
+# which refuses to start on an address a network can reach. With your own
+# OIDC_ISSUER_URL set, the development sign-in stays off.
+run: export LISTEN_ADDR ?= 127.0.0.1:8080
+run: export DEV_SIGNIN ?= $(if $(OIDC_ISSUER_URL),0,1)
 run: build
 	@echo "partnertrack on http://localhost:8080 (operator token: $(OPERATOR_TOKEN))"
 	$(BIN)/partnerctl dev

@@ -101,6 +101,10 @@ func newTestServerConfig(db *pgtest.DB, clock *fakeClock, config func(*Config), 
 		CommissionReview: postgres.NewCommissionReviewService(db.DB, nil, logger),
 		Performance:      postgres.NewPerformanceService(db.DB, clock.Now),
 		Payouts:          postgres.NewPayoutService(db.DB, nil, logger),
+
+		MemberPrograms:    programs,
+		WebhookDeliveries: postgres.NewWebhookDeliveryService(db.DB, nil, logger),
+		Readiness:         postgres.NewReadinessService(db.DB),
 	}
 	opts := Options{
 		Logger:  logger,

@@ -38,8 +38,14 @@ func nullIfBlank(s string) any {
 // It is computed afresh on every call, so force_recheck (accepted) changes
 // nothing.
 func (s *Server) readiness(c *fiber.Ctx) error {
+	return s.renderReadiness(c, programKeyOf(c).ProgramID)
+}
+
+// renderReadiness answers the readiness checklist of a program: the key's
+// own (above) or one a dashboard user belongs to (dashboardprograms.go).
+func (s *Server) renderReadiness(c *fiber.Ctx, programID int64) error {
 	now := s.now().UTC()
-	f, err := s.svc.Readiness.ReadinessFacts(c.UserContext(), programKeyOf(c).ProgramID, now)
+	f, err := s.svc.Readiness.ReadinessFacts(c.UserContext(), programID, now)
 	if err != nil {
 		return err
 	}

@@ -47,6 +47,9 @@ func (s *Server) routes() {
 	s.programMeRoutes()
 	s.processorRoutes()
 	s.payoutRoutes()
+	// After programMeRoutes: /api/v1/programs/:id/readiness must not
+	// catch /api/v1/programs/me/readiness.
+	s.dashboardAPIRoutes()
 }
 
 // opsRoutes mounts /metrics (open: keep it behind the network boundary) and

@@ -98,6 +98,12 @@ type Services struct {
 	// Payouts are a program's payouts, the partners' requests of them and
 	// their payout methods (issue 26, helper B).
 	Payouts ledger.PayoutService
+
+	// The web dashboard's own API (issue 27): the signed-in user's
+	// programs and their creation, and a webhook endpoint's delivery log
+	// and test event.
+	MemberPrograms    ledger.DashboardProgramService
+	WebhookDeliveries ledger.WebhookDeliveryService
 }
 
 // Check is a readiness probe of one dependency.

@@ -464,6 +464,24 @@ func (e CliTestEventRequestEventType) Valid() bool {
 	}
 }
 
+// Defines values for DashDeliverySummaryStatus.
+const (
+	DashDeliverySummaryStatusFailed    DashDeliverySummaryStatus = "failed"
+	DashDeliverySummaryStatusSucceeded DashDeliverySummaryStatus = "succeeded"
+)
+
+// Valid indicates whether the value is a known member of the DashDeliverySummaryStatus enum.
+func (e DashDeliverySummaryStatus) Valid() bool {
+	switch e {
+	case DashDeliverySummaryStatusFailed:
+		return true
+	case DashDeliverySummaryStatusSucceeded:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for DashKeyRequestMode.
 const (
 	DashKeyRequestModeLessThannil DashKeyRequestMode = "<nil>"
@@ -497,6 +515,177 @@ func (e DashKeyResponseDataMode) Valid() bool {
 	case DashKeyResponseDataModeLive:
 		return true
 	case DashKeyResponseDataModeTest:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DashMyProgramCommissionType.
+const (
+	DashMyProgramCommissionTypeFixed            DashMyProgramCommissionType = "fixed"
+	DashMyProgramCommissionTypePercent          DashMyProgramCommissionType = "percent"
+	DashMyProgramCommissionTypeRecurringFixed   DashMyProgramCommissionType = "recurring_fixed"
+	DashMyProgramCommissionTypeRecurringPercent DashMyProgramCommissionType = "recurring_percent"
+)
+
+// Valid indicates whether the value is a known member of the DashMyProgramCommissionType enum.
+func (e DashMyProgramCommissionType) Valid() bool {
+	switch e {
+	case DashMyProgramCommissionTypeFixed:
+		return true
+	case DashMyProgramCommissionTypePercent:
+		return true
+	case DashMyProgramCommissionTypeRecurringFixed:
+		return true
+	case DashMyProgramCommissionTypeRecurringPercent:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DashMyProgramCurrency.
+const (
+	DashMyProgramCurrencyEUR DashMyProgramCurrency = "EUR"
+	DashMyProgramCurrencyUSD DashMyProgramCurrency = "USD"
+	DashMyProgramCurrencyVND DashMyProgramCurrency = "VND"
+)
+
+// Valid indicates whether the value is a known member of the DashMyProgramCurrency enum.
+func (e DashMyProgramCurrency) Valid() bool {
+	switch e {
+	case DashMyProgramCurrencyEUR:
+		return true
+	case DashMyProgramCurrencyUSD:
+		return true
+	case DashMyProgramCurrencyVND:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DashMyProgramLeadAuth.
+const (
+	DashMyProgramLeadAuthBrowserAllowed DashMyProgramLeadAuth = "browser_allowed"
+	DashMyProgramLeadAuthServerRequired DashMyProgramLeadAuth = "server_required"
+)
+
+// Valid indicates whether the value is a known member of the DashMyProgramLeadAuth enum.
+func (e DashMyProgramLeadAuth) Valid() bool {
+	switch e {
+	case DashMyProgramLeadAuthBrowserAllowed:
+		return true
+	case DashMyProgramLeadAuthServerRequired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DashMyProgramRole.
+const (
+	DashMyProgramRoleAdmin  DashMyProgramRole = "admin"
+	DashMyProgramRoleMember DashMyProgramRole = "member"
+	DashMyProgramRoleOwner  DashMyProgramRole = "owner"
+)
+
+// Valid indicates whether the value is a known member of the DashMyProgramRole enum.
+func (e DashMyProgramRole) Valid() bool {
+	switch e {
+	case DashMyProgramRoleAdmin:
+		return true
+	case DashMyProgramRoleMember:
+		return true
+	case DashMyProgramRoleOwner:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DashMyProgramStatus.
+const (
+	DashMyProgramStatusActive DashMyProgramStatus = "active"
+	DashMyProgramStatusPaused DashMyProgramStatus = "paused"
+)
+
+// Valid indicates whether the value is a known member of the DashMyProgramStatus enum.
+func (e DashMyProgramStatus) Valid() bool {
+	switch e {
+	case DashMyProgramStatusActive:
+		return true
+	case DashMyProgramStatusPaused:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DashProgramCreateRequestCommissionType.
+const (
+	DashProgramCreateRequestCommissionTypeFixed            DashProgramCreateRequestCommissionType = "fixed"
+	DashProgramCreateRequestCommissionTypePercent          DashProgramCreateRequestCommissionType = "percent"
+	DashProgramCreateRequestCommissionTypeRecurringFixed   DashProgramCreateRequestCommissionType = "recurring_fixed"
+	DashProgramCreateRequestCommissionTypeRecurringPercent DashProgramCreateRequestCommissionType = "recurring_percent"
+)
+
+// Valid indicates whether the value is a known member of the DashProgramCreateRequestCommissionType enum.
+func (e DashProgramCreateRequestCommissionType) Valid() bool {
+	switch e {
+	case DashProgramCreateRequestCommissionTypeFixed:
+		return true
+	case DashProgramCreateRequestCommissionTypePercent:
+		return true
+	case DashProgramCreateRequestCommissionTypeRecurringFixed:
+		return true
+	case DashProgramCreateRequestCommissionTypeRecurringPercent:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DashProgramCreateRequestCurrency.
+const (
+	DashProgramCreateRequestCurrencyEUR         DashProgramCreateRequestCurrency = "EUR"
+	DashProgramCreateRequestCurrencyLessThannil DashProgramCreateRequestCurrency = "<nil>"
+	DashProgramCreateRequestCurrencyUSD         DashProgramCreateRequestCurrency = "USD"
+	DashProgramCreateRequestCurrencyVND         DashProgramCreateRequestCurrency = "VND"
+)
+
+// Valid indicates whether the value is a known member of the DashProgramCreateRequestCurrency enum.
+func (e DashProgramCreateRequestCurrency) Valid() bool {
+	switch e {
+	case DashProgramCreateRequestCurrencyEUR:
+		return true
+	case DashProgramCreateRequestCurrencyLessThannil:
+		return true
+	case DashProgramCreateRequestCurrencyUSD:
+		return true
+	case DashProgramCreateRequestCurrencyVND:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DashProgramCreateRequestLeadAuth.
+const (
+	DashProgramCreateRequestLeadAuthBrowserAllowed DashProgramCreateRequestLeadAuth = "browser_allowed"
+	DashProgramCreateRequestLeadAuthLessThannil    DashProgramCreateRequestLeadAuth = "<nil>"
+	DashProgramCreateRequestLeadAuthServerRequired DashProgramCreateRequestLeadAuth = "server_required"
+)
+
+// Valid indicates whether the value is a known member of the DashProgramCreateRequestLeadAuth enum.
+func (e DashProgramCreateRequestLeadAuth) Valid() bool {
+	switch e {
+	case DashProgramCreateRequestLeadAuthBrowserAllowed:
+		return true
+	case DashProgramCreateRequestLeadAuthLessThannil:
+		return true
+	case DashProgramCreateRequestLeadAuthServerRequired:
 		return true
 	default:
 		return false
@@ -3443,6 +3632,43 @@ type CliTestEventRequest_ProgramId struct {
 	union json.RawMessage
 }
 
+// DashDeliveryLog defines model for DashDeliveryLog.
+type DashDeliveryLog struct {
+	Data []DashDeliverySummary `json:"data"`
+}
+
+// DashDeliverySummary One message to one endpoint and what its attempts came to; `status_code`, `error` and `latency_ms` are the last attempt's.
+type DashDeliverySummary struct {
+	Attempts int `json:"attempts"`
+
+	// CreatedAt The first attempt.
+	CreatedAt  time.Time `json:"created_at"`
+	EndpointId int64     `json:"endpoint_id"`
+	Error      *string   `json:"error"`
+
+	// EventType One of the subscribable events (DashWebhookEvent), or `webhook.test`.
+	//
+	// Examples: sale.created, webhook.test
+	EventType string `json:"event_type"`
+
+	// Id The last attempt's entry in the log.
+	Id            int64     `json:"id"`
+	LastAttemptAt time.Time `json:"last_attempt_at"`
+	LatencyMs     int       `json:"latency_ms"`
+
+	// MessageId The `webhook-id` header; every attempt keeps it.
+	MessageId string `json:"message_id"`
+
+	// Status `succeeded` once an attempt got a 2xx answer; `failed` until then (a retry may still come).
+	Status DashDeliverySummaryStatus `json:"status"`
+
+	// StatusCode Null when no response arrived.
+	StatusCode *int `json:"status_code"`
+}
+
+// DashDeliverySummaryStatus `succeeded` once an attempt got a 2xx answer; `failed` until then (a retry may still come).
+type DashDeliverySummaryStatus string
+
 // DashKeyRequest defines model for DashKeyRequest.
 type DashKeyRequest struct {
 	// Mode Which key to replace.
@@ -3466,6 +3692,58 @@ type DashKeyResponse struct {
 // DashKeyResponseDataMode defines model for DashKeyResponse.Data.Mode.
 type DashKeyResponseDataMode string
 
+// DashMyProgram A program of one of the user's workspaces, with the user's role there and the workspace's name.
+type DashMyProgram struct {
+	// ApiTokenMasked The live key, masked (`aff_****…`); the key itself is never read back.
+	ApiTokenMasked string `json:"api_token_masked"`
+
+	// CommissionRate A percentage for the percent types; major units of the program currency for the fixed ones.
+	CommissionRate json.Number                 `json:"commission_rate"`
+	CommissionType DashMyProgramCommissionType `json:"commission_type"`
+	CookieDuration int                         `json:"cookie_duration"`
+	CreatedAt      time.Time                   `json:"created_at"`
+	Currency       DashMyProgramCurrency       `json:"currency"`
+	Domain         string                      `json:"domain"`
+
+	// DurationMonths 0 is lifetime.
+	DurationMonths int                   `json:"duration_months"`
+	HoldDays       int                   `json:"hold_days"`
+	Id             int64                 `json:"id"`
+	LeadAuth       DashMyProgramLeadAuth `json:"lead_auth"`
+	Name           string                `json:"name"`
+	Role           DashMyProgramRole     `json:"role"`
+	Status         DashMyProgramStatus   `json:"status"`
+	UpdatedAt      time.Time             `json:"updated_at"`
+	WorkspaceId    int64                 `json:"workspace_id"`
+	WorkspaceName  string                `json:"workspace_name"`
+}
+
+// DashMyProgramCommissionType defines model for DashMyProgram.CommissionType.
+type DashMyProgramCommissionType string
+
+// DashMyProgramCurrency defines model for DashMyProgram.Currency.
+type DashMyProgramCurrency string
+
+// DashMyProgramLeadAuth defines model for DashMyProgram.LeadAuth.
+type DashMyProgramLeadAuth string
+
+// DashMyProgramRole defines model for DashMyProgram.Role.
+type DashMyProgramRole string
+
+// DashMyProgramStatus defines model for DashMyProgram.Status.
+type DashMyProgramStatus string
+
+// DashMyProgramCreated defines model for DashMyProgramCreated.
+type DashMyProgramCreated struct {
+	// Data A program of one of the user's workspaces, with the user's role there and the workspace's name.
+	Data DashMyProgram `json:"data"`
+}
+
+// DashMyProgramList defines model for DashMyProgramList.
+type DashMyProgramList struct {
+	Data []DashMyProgram `json:"data"`
+}
+
 // DashNotificationList defines model for DashNotificationList.
 type DashNotificationList struct {
 	Data []struct {
@@ -3482,6 +3760,48 @@ type DashNotificationList struct {
 		Title  string     `json:"title"`
 	} `json:"data"`
 }
+
+// DashProgramCreateRequest A new program; the operator's fields with `workspace_id` optional. A `null` optional field is the default.
+type DashProgramCreateRequest struct {
+	// CommissionRate A percentage (at most 100) for the percent types; major units of the program currency (at most 10^9) for the fixed ones; at most 4 decimal places.
+	CommissionRate json.Number                            `json:"commission_rate"`
+	CommissionType DashProgramCreateRequestCommissionType `json:"commission_type"`
+
+	// CookieDuration Days the click cookie lives (default 90).
+	CookieDuration *int64 `json:"cookie_duration,omitempty"`
+
+	// Currency The program currency (default USD).
+	Currency *DashProgramCreateRequestCurrency `json:"currency,omitempty"`
+
+	// Domain A host name; a pasted scheme, path or port is stripped and the name lower-cased.
+	//
+	// Examples: shop.example.com
+	Domain string `json:"domain"`
+
+	// DurationMonths Months a recurring commission pays; 0 (the default) is lifetime.
+	DurationMonths *int64 `json:"duration_months,omitempty"`
+
+	// HoldDays Days a commission stays pending before approval (default 30).
+	HoldDays *int64 `json:"hold_days,omitempty"`
+
+	// LeadAuth Whether browser-mode leads are taken (default server_required).
+	LeadAuth *DashProgramCreateRequestLeadAuth `json:"lead_auth,omitempty"`
+
+	// Name 1 to 200 characters after trimming.
+	Name string `json:"name"`
+
+	// WorkspaceId A workspace the user owns or administers; absent picks one (see the operation).
+	WorkspaceId *int64 `json:"workspace_id,omitempty"`
+}
+
+// DashProgramCreateRequestCommissionType defines model for DashProgramCreateRequest.CommissionType.
+type DashProgramCreateRequestCommissionType string
+
+// DashProgramCreateRequestCurrency The program currency (default USD).
+type DashProgramCreateRequestCurrency string
+
+// DashProgramCreateRequestLeadAuth Whether browser-mode leads are taken (default server_required).
+type DashProgramCreateRequestLeadAuth string
 
 // DashProgramSettings A program as every read renders it (the key only masked), and whether a processor webhook signing secret is set.
 type DashProgramSettings struct {
@@ -3759,12 +4079,16 @@ type DashWebhookDeleted struct {
 
 // DashWebhookDelivery One HTTP attempt of one message.
 type DashWebhookDelivery struct {
-	Attempt   int              `json:"attempt"`
-	CreatedAt time.Time        `json:"created_at"`
-	Error     *string          `json:"error"`
-	EventType DashWebhookEvent `json:"event_type"`
-	Id        int64            `json:"id"`
-	LatencyMs int              `json:"latency_ms"`
+	Attempt   int       `json:"attempt"`
+	CreatedAt time.Time `json:"created_at"`
+	Error     *string   `json:"error"`
+
+	// EventType One of the subscribable events (DashWebhookEvent), or `webhook.test` for a test event.
+	//
+	// Examples: sale.created, webhook.test
+	EventType string `json:"event_type"`
+	Id        int64  `json:"id"`
+	LatencyMs int    `json:"latency_ms"`
 
 	// MessageId The `webhook-id` header; a retry keeps it.
 	MessageId string `json:"message_id"`
@@ -3797,6 +4121,17 @@ type DashWebhookList struct {
 		Id         int64                 `json:"id"`
 		ProgramId  int64                 `json:"program_id"`
 		Url        string                `json:"url"`
+	} `json:"data"`
+}
+
+// DashWebhookTestQueued defines model for DashWebhookTestQueued.
+type DashWebhookTestQueued struct {
+	Data struct {
+		CreatedAt  time.Time   `json:"created_at"`
+		EndpointId int64       `json:"endpoint_id"`
+		EventType  interface{} `json:"event_type"`
+		MessageId  string      `json:"message_id"`
+		OutboxId   int64       `json:"outbox_id"`
 	} `json:"data"`
 }
 
@@ -6417,6 +6752,12 @@ type ListProgramPayoutsParamsStatus string
 // ListProgramPayoutsParamsFormat defines parameters for ListProgramPayouts.
 type ListProgramPayoutsParamsFormat string
 
+// ListWebhookDeliveriesParams defines parameters for ListWebhookDeliveries.
+type ListWebhookDeliveriesParams struct {
+	// Limit Messages to list (empty is absent).
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
 // PreflightPublicProgramParams defines parameters for PreflightPublicProgram.
 type PreflightPublicProgramParams struct {
 	// Origin The page's origin.
@@ -6615,6 +6956,9 @@ type RequestPartnerPayoutJSONRequestBody = PartnerPayoutRequest
 
 // PartnerSignInJSONRequestBody defines body for PartnerSignIn for application/json ContentType.
 type PartnerSignInJSONRequestBody = DashSignInRequest
+
+// CreateMyProgramJSONRequestBody defines body for CreateMyProgram for application/json ContentType.
+type CreateMyProgramJSONRequestBody = DashProgramCreateRequest
 
 // GenerateProgramKeyJSONRequestBody defines body for GenerateProgramKey for application/json ContentType.
 type GenerateProgramKeyJSONRequestBody = DashKeyRequest
@@ -8839,6 +9183,56 @@ type ClientInterface interface {
 	// Corresponds with POST /api/v1/partner/session (the `PartnerSignIn` operationId).
 	PartnerSignIn(ctx context.Context, body PartnerSignInJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListMyPrograms List the programs of every workspace the signed-in user belongs to
+	//
+	// Each program as every read renders it (the key only masked), with
+	// the user's `role` in its workspace and the `workspace_name`,
+	// ordered by name then id. Empty for a user with no workspace. 120
+	// requests a minute per dashboard token.
+	//
+	// Corresponds with GET /api/v1/programs (the `ListMyPrograms` operationId).
+	ListMyPrograms(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateMyProgramWithBody Create a program from the dashboard
+	//
+	// The operator's program fields, validated with the same rules and
+	// messages, and an optional `workspace_id`. With `workspace_id`, the
+	// user must own or administer that workspace (a member is refused
+	// with 403; a workspace the user does not belong to is 404). Without
+	// it: a user who belongs to no workspace gets a new one, named after
+	// the program's domain and owned by the user, in the same
+	// transaction as the program; a user who owns or administers exactly
+	// one workspace uses it; anyone else must name one (400
+	// `workspace_id is required`). Like the operator's creation, no key
+	// is shown: an owner generates one with `POST
+	// /api/v1/programs/{id}/api-key`. 30 requests a minute per dashboard
+	// token.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/programs (the `CreateMyProgram` operationId).
+	CreateMyProgramWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateMyProgram Create a program from the dashboard
+	//
+	// The operator's program fields, validated with the same rules and
+	// messages, and an optional `workspace_id`. With `workspace_id`, the
+	// user must own or administer that workspace (a member is refused
+	// with 403; a workspace the user does not belong to is 404). Without
+	// it: a user who belongs to no workspace gets a new one, named after
+	// the program's domain and owned by the user, in the same
+	// transaction as the program; a user who owns or administers exactly
+	// one workspace uses it; anyone else must name one (400
+	// `workspace_id is required`). Like the operator's creation, no key
+	// is shown: an owner generates one with `POST
+	// /api/v1/programs/{id}/api-key`. 30 requests a minute per dashboard
+	// token.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/programs (the `CreateMyProgram` operationId).
+	CreateMyProgram(ctx context.Context, body CreateMyProgramJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetAnalyticsSources Clicks, leads, sales and revenue of the key's program by referrer and partner
 	//
 	// Groups the program's events over `from`..`to` (inclusive; at most
@@ -9550,6 +9944,16 @@ type ClientInterface interface {
 	// Corresponds with POST /api/v1/programs/{id}/payouts/{payoutId}/mark-processing (the `MarkPayoutProcessing` operationId).
 	MarkPayoutProcessing(ctx context.Context, id int64, payoutId int64, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetProgramReadiness The integration readiness of a program the signed-in user belongs to
+	//
+	// The checklist of `GET /api/v1/programs/me/readiness`, the same bare
+	// body, for any member of the program's workspace; errors in the
+	// platform envelope (a failure adds `details.retry_after_seconds`).
+	// 30 requests a minute per dashboard token.
+	//
+	// Corresponds with GET /api/v1/programs/{id}/readiness (the `GetProgramReadiness` operationId).
+	GetProgramReadiness(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetProgramSettings Read a program's settings
 	//
 	// Every program field (the key only masked) and whether a processor
@@ -9628,6 +10032,30 @@ type ClientInterface interface {
 	//
 	// Corresponds with DELETE /api/v1/programs/{id}/webhooks/{webhookId} (the `DeleteWebhook` operationId).
 	DeleteWebhook(ctx context.Context, id int64, webhookId int64, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListWebhookDeliveries An endpoint's delivery log, one entry per message
+	//
+	// Owner or admin. The endpoint's last `limit` messages (default 50,
+	// 1 to 100), the one attempted last first: each with its outcome
+	// (`succeeded` once any attempt got a 2xx, else `failed`, which a
+	// retry may still turn), how many attempts it took, and the last
+	// attempt's status code, error and latency. A message waiting for its
+	// first attempt is not listed yet. 120 requests a minute per
+	// dashboard token.
+	//
+	// Corresponds with GET /api/v1/programs/{id}/webhooks/{webhookId}/deliveries (the `ListWebhookDeliveries` operationId).
+	ListWebhookDeliveries(ctx context.Context, id int64, webhookId int64, params *ListWebhookDeliveriesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SendWebhookTestEvent Send a test event to one endpoint
+	//
+	// Owner or admin. Writes a `webhook.test` event (the program's id and
+	// name, the endpoint's id, `test: true`) for this endpoint only,
+	// whatever events it subscribes to, to the transactional outbox: it is
+	// delivered like every event (signed, retried, logged in the delivery
+	// log). No body. 10 requests a minute per dashboard token.
+	//
+	// Corresponds with POST /api/v1/programs/{id}/webhooks/{webhookId}/test (the `SendWebhookTestEvent` operationId).
+	SendWebhookTestEvent(ctx context.Context, id int64, webhookId int64, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetPublicProgram A program's public page of terms
 	//
@@ -11766,6 +12194,86 @@ func (c *Client) PartnerSignIn(ctx context.Context, body PartnerSignInJSONReques
 	return c.Client.Do(req)
 }
 
+// ListMyPrograms List the programs of every workspace the signed-in user belongs to
+//
+// Each program as every read renders it (the key only masked), with
+// the user's `role` in its workspace and the `workspace_name`,
+// ordered by name then id. Empty for a user with no workspace. 120
+// requests a minute per dashboard token.
+//
+// Corresponds with GET /api/v1/programs (the `ListMyPrograms` operationId).
+func (c *Client) ListMyPrograms(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListMyProgramsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateMyProgramWithBody Create a program from the dashboard
+//
+// The operator's program fields, validated with the same rules and
+// messages, and an optional `workspace_id`. With `workspace_id`, the
+// user must own or administer that workspace (a member is refused
+// with 403; a workspace the user does not belong to is 404). Without
+// it: a user who belongs to no workspace gets a new one, named after
+// the program's domain and owned by the user, in the same
+// transaction as the program; a user who owns or administers exactly
+// one workspace uses it; anyone else must name one (400
+// `workspace_id is required`). Like the operator's creation, no key
+// is shown: an owner generates one with `POST
+// /api/v1/programs/{id}/api-key`. 30 requests a minute per dashboard
+// token.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/programs (the `CreateMyProgram` operationId).
+func (c *Client) CreateMyProgramWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateMyProgramRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateMyProgram Create a program from the dashboard
+//
+// The operator's program fields, validated with the same rules and
+// messages, and an optional `workspace_id`. With `workspace_id`, the
+// user must own or administer that workspace (a member is refused
+// with 403; a workspace the user does not belong to is 404). Without
+// it: a user who belongs to no workspace gets a new one, named after
+// the program's domain and owned by the user, in the same
+// transaction as the program; a user who owns or administers exactly
+// one workspace uses it; anyone else must name one (400
+// `workspace_id is required`). Like the operator's creation, no key
+// is shown: an owner generates one with `POST
+// /api/v1/programs/{id}/api-key`. 30 requests a minute per dashboard
+// token.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/programs (the `CreateMyProgram` operationId).
+func (c *Client) CreateMyProgram(ctx context.Context, body CreateMyProgramJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateMyProgramRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetAnalyticsSources Clicks, leads, sales and revenue of the key's program by referrer and partner
 //
 // Groups the program's events over `from`..`to` (inclusive; at most
@@ -12927,6 +13435,26 @@ func (c *Client) MarkPayoutProcessing(ctx context.Context, id int64, payoutId in
 	return c.Client.Do(req)
 }
 
+// GetProgramReadiness The integration readiness of a program the signed-in user belongs to
+//
+// The checklist of `GET /api/v1/programs/me/readiness`, the same bare
+// body, for any member of the program's workspace; errors in the
+// platform envelope (a failure adds `details.retry_after_seconds`).
+// 30 requests a minute per dashboard token.
+//
+// Corresponds with GET /api/v1/programs/{id}/readiness (the `GetProgramReadiness` operationId).
+func (c *Client) GetProgramReadiness(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetProgramReadinessRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetProgramSettings Read a program's settings
 //
 // Every program field (the key only masked) and whether a processor
@@ -13066,6 +13594,50 @@ func (c *Client) CreateWebhook(ctx context.Context, id int64, body CreateWebhook
 // Corresponds with DELETE /api/v1/programs/{id}/webhooks/{webhookId} (the `DeleteWebhook` operationId).
 func (c *Client) DeleteWebhook(ctx context.Context, id int64, webhookId int64, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDeleteWebhookRequest(c.Server, id, webhookId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListWebhookDeliveries An endpoint's delivery log, one entry per message
+//
+// Owner or admin. The endpoint's last `limit` messages (default 50,
+// 1 to 100), the one attempted last first: each with its outcome
+// (`succeeded` once any attempt got a 2xx, else `failed`, which a
+// retry may still turn), how many attempts it took, and the last
+// attempt's status code, error and latency. A message waiting for its
+// first attempt is not listed yet. 120 requests a minute per
+// dashboard token.
+//
+// Corresponds with GET /api/v1/programs/{id}/webhooks/{webhookId}/deliveries (the `ListWebhookDeliveries` operationId).
+func (c *Client) ListWebhookDeliveries(ctx context.Context, id int64, webhookId int64, params *ListWebhookDeliveriesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListWebhookDeliveriesRequest(c.Server, id, webhookId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SendWebhookTestEvent Send a test event to one endpoint
+//
+// Owner or admin. Writes a `webhook.test` event (the program's id and
+// name, the endpoint's id, `test: true`) for this endpoint only,
+// whatever events it subscribes to, to the transactional outbox: it is
+// delivered like every event (signed, retried, logged in the delivery
+// log). No body. 10 requests a minute per dashboard token.
+//
+// Corresponds with POST /api/v1/programs/{id}/webhooks/{webhookId}/test (the `SendWebhookTestEvent` operationId).
+func (c *Client) SendWebhookTestEvent(ctx context.Context, id int64, webhookId int64, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSendWebhookTestEventRequest(c.Server, id, webhookId)
 	if err != nil {
 		return nil, err
 	}
@@ -16371,6 +16943,73 @@ func NewPartnerSignInRequestWithBody(server string, contentType string, body io.
 	return req, nil
 }
 
+// NewListMyProgramsRequest constructs an http.Request for the ListMyPrograms method
+func NewListMyProgramsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/programs")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateMyProgramRequest calls the generic CreateMyProgram builder with application/json body
+func NewCreateMyProgramRequest(server string, body CreateMyProgramJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateMyProgramRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewCreateMyProgramRequestWithBody constructs an http.Request for the CreateMyProgram method, with any body, and a specified content type
+func NewCreateMyProgramRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/programs")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewGetAnalyticsSourcesRequest constructs an http.Request for the GetAnalyticsSources method
 func NewGetAnalyticsSourcesRequest(server string, params *GetAnalyticsSourcesParams) (*http.Request, error) {
 	var err error
@@ -18263,6 +18902,40 @@ func NewMarkPayoutProcessingRequest(server string, id int64, payoutId int64) (*h
 	return req, nil
 }
 
+// NewGetProgramReadinessRequest constructs an http.Request for the GetProgramReadiness method
+func NewGetProgramReadinessRequest(server string, id int64) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/programs/%s/readiness", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewGetProgramSettingsRequest constructs an http.Request for the GetProgramSettings method
 func NewGetProgramSettingsRequest(server string, id int64) (*http.Request, error) {
 	var err error
@@ -18459,6 +19132,115 @@ func NewDeleteWebhookRequest(server string, id int64, webhookId int64) (*http.Re
 	}
 
 	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListWebhookDeliveriesRequest constructs an http.Request for the ListWebhookDeliveries method
+func NewListWebhookDeliveriesRequest(server string, id int64, webhookId int64, params *ListWebhookDeliveriesParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "webhookId", webhookId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/programs/%s/webhooks/%s/deliveries", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewSendWebhookTestEventRequest constructs an http.Request for the SendWebhookTestEvent method
+func NewSendWebhookTestEventRequest(server string, id int64, webhookId int64) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "webhookId", webhookId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/programs/%s/webhooks/%s/test", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -20629,6 +21411,58 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/v1/partner/session (the `PartnerSignIn` operationId).
 	PartnerSignInWithResponse(ctx context.Context, body PartnerSignInJSONRequestBody, reqEditors ...RequestEditorFn) (*PartnerSignInResponse, error)
 
+	// ListMyProgramsWithResponse List the programs of every workspace the signed-in user belongs to
+	//
+	// Each program as every read renders it (the key only masked), with
+	// the user's `role` in its workspace and the `workspace_name`,
+	// ordered by name then id. Empty for a user with no workspace. 120
+	// requests a minute per dashboard token.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/programs (the `ListMyPrograms` operationId).
+	ListMyProgramsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListMyProgramsResponse, error)
+
+	// CreateMyProgramWithBodyWithResponse Create a program from the dashboard
+	//
+	// The operator's program fields, validated with the same rules and
+	// messages, and an optional `workspace_id`. With `workspace_id`, the
+	// user must own or administer that workspace (a member is refused
+	// with 403; a workspace the user does not belong to is 404). Without
+	// it: a user who belongs to no workspace gets a new one, named after
+	// the program's domain and owned by the user, in the same
+	// transaction as the program; a user who owns or administers exactly
+	// one workspace uses it; anyone else must name one (400
+	// `workspace_id is required`). Like the operator's creation, no key
+	// is shown: an owner generates one with `POST
+	// /api/v1/programs/{id}/api-key`. 30 requests a minute per dashboard
+	// token.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/programs (the `CreateMyProgram` operationId).
+	CreateMyProgramWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateMyProgramResponse, error)
+
+	// CreateMyProgramWithResponse Create a program from the dashboard
+	//
+	// The operator's program fields, validated with the same rules and
+	// messages, and an optional `workspace_id`. With `workspace_id`, the
+	// user must own or administer that workspace (a member is refused
+	// with 403; a workspace the user does not belong to is 404). Without
+	// it: a user who belongs to no workspace gets a new one, named after
+	// the program's domain and owned by the user, in the same
+	// transaction as the program; a user who owns or administers exactly
+	// one workspace uses it; anyone else must name one (400
+	// `workspace_id is required`). Like the operator's creation, no key
+	// is shown: an owner generates one with `POST
+	// /api/v1/programs/{id}/api-key`. 30 requests a minute per dashboard
+	// token.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/programs (the `CreateMyProgram` operationId).
+	CreateMyProgramWithResponse(ctx context.Context, body CreateMyProgramJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateMyProgramResponse, error)
+
 	// GetAnalyticsSourcesWithResponse Clicks, leads, sales and revenue of the key's program by referrer and partner
 	//
 	// Groups the program's events over `from`..`to` (inclusive; at most
@@ -21374,6 +22208,18 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/v1/programs/{id}/payouts/{payoutId}/mark-processing (the `MarkPayoutProcessing` operationId).
 	MarkPayoutProcessingWithResponse(ctx context.Context, id int64, payoutId int64, reqEditors ...RequestEditorFn) (*MarkPayoutProcessingResponse, error)
 
+	// GetProgramReadinessWithResponse The integration readiness of a program the signed-in user belongs to
+	//
+	// The checklist of `GET /api/v1/programs/me/readiness`, the same bare
+	// body, for any member of the program's workspace; errors in the
+	// platform envelope (a failure adds `details.retry_after_seconds`).
+	// 30 requests a minute per dashboard token.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/programs/{id}/readiness (the `GetProgramReadiness` operationId).
+	GetProgramReadinessWithResponse(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*GetProgramReadinessResponse, error)
+
 	// GetProgramSettingsWithResponse Read a program's settings
 	//
 	// Every program field (the key only masked) and whether a processor
@@ -21458,6 +22304,34 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with DELETE /api/v1/programs/{id}/webhooks/{webhookId} (the `DeleteWebhook` operationId).
 	DeleteWebhookWithResponse(ctx context.Context, id int64, webhookId int64, reqEditors ...RequestEditorFn) (*DeleteWebhookResponse, error)
+
+	// ListWebhookDeliveriesWithResponse An endpoint's delivery log, one entry per message
+	//
+	// Owner or admin. The endpoint's last `limit` messages (default 50,
+	// 1 to 100), the one attempted last first: each with its outcome
+	// (`succeeded` once any attempt got a 2xx, else `failed`, which a
+	// retry may still turn), how many attempts it took, and the last
+	// attempt's status code, error and latency. A message waiting for its
+	// first attempt is not listed yet. 120 requests a minute per
+	// dashboard token.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/programs/{id}/webhooks/{webhookId}/deliveries (the `ListWebhookDeliveries` operationId).
+	ListWebhookDeliveriesWithResponse(ctx context.Context, id int64, webhookId int64, params *ListWebhookDeliveriesParams, reqEditors ...RequestEditorFn) (*ListWebhookDeliveriesResponse, error)
+
+	// SendWebhookTestEventWithResponse Send a test event to one endpoint
+	//
+	// Owner or admin. Writes a `webhook.test` event (the program's id and
+	// name, the endpoint's id, `test: true`) for this endpoint only,
+	// whatever events it subscribes to, to the transactional outbox: it is
+	// delivered like every event (signed, retried, logged in the delivery
+	// log). No body. 10 requests a minute per dashboard token.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/programs/{id}/webhooks/{webhookId}/test (the `SendWebhookTestEvent` operationId).
+	SendWebhookTestEventWithResponse(ctx context.Context, id int64, webhookId int64, reqEditors ...RequestEditorFn) (*SendWebhookTestEventResponse, error)
 
 	// GetPublicProgramWithResponse A program's public page of terms
 	//
@@ -28864,6 +29738,319 @@ func (r PartnerSignInResponse) ContentType() string {
 	return ""
 }
 
+// ListMyProgramsResponse200Headers the declared response headers of an HTTP 200 response for ListMyPrograms
+type ListMyProgramsResponse200Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// ListMyProgramsResponse401Headers the declared response headers of an HTTP 401 response for ListMyPrograms
+type ListMyProgramsResponse401Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// ListMyProgramsResponse413Headers the declared response headers of an HTTP 413 response for ListMyPrograms
+type ListMyProgramsResponse413Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// ListMyProgramsResponse429Headers the declared response headers of an HTTP 429 response for ListMyPrograms
+type ListMyProgramsResponse429Headers struct {
+	RetryAfter          *int
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// ListMyProgramsResponse500Headers the declared response headers of an HTTP 500 response for ListMyPrograms
+type ListMyProgramsResponse500Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+type ListMyProgramsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *DashMyProgramList
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *PlatformError
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TypedError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *PlatformError
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *PlatformError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListMyProgramsResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListMyProgramsResponse401Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *ListMyProgramsResponse413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListMyProgramsResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ListMyProgramsResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListMyProgramsResponse) GetJSON200() *DashMyProgramList {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListMyProgramsResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListMyProgramsResponse) GetJSON401() *PlatformError {
+	return r.JSON401
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r ListMyProgramsResponse) GetJSON408() *PlatformError {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r ListMyProgramsResponse) GetJSON413() *TypedError {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListMyProgramsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r ListMyProgramsResponse) GetJSON431() *PlatformError {
+	return r.JSON431
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListMyProgramsResponse) GetJSON500() *PlatformError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ListMyProgramsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListMyProgramsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListMyProgramsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListMyProgramsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateMyProgramResponse201Headers the declared response headers of an HTTP 201 response for CreateMyProgram
+type CreateMyProgramResponse201Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// CreateMyProgramResponse400Headers the declared response headers of an HTTP 400 response for CreateMyProgram
+type CreateMyProgramResponse400Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// CreateMyProgramResponse401Headers the declared response headers of an HTTP 401 response for CreateMyProgram
+type CreateMyProgramResponse401Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// CreateMyProgramResponse403Headers the declared response headers of an HTTP 403 response for CreateMyProgram
+type CreateMyProgramResponse403Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// CreateMyProgramResponse404Headers the declared response headers of an HTTP 404 response for CreateMyProgram
+type CreateMyProgramResponse404Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// CreateMyProgramResponse413Headers the declared response headers of an HTTP 413 response for CreateMyProgram
+type CreateMyProgramResponse413Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// CreateMyProgramResponse429Headers the declared response headers of an HTTP 429 response for CreateMyProgram
+type CreateMyProgramResponse429Headers struct {
+	RetryAfter          *int
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// CreateMyProgramResponse500Headers the declared response headers of an HTTP 500 response for CreateMyProgram
+type CreateMyProgramResponse500Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+type CreateMyProgramResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *DashMyProgramCreated
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *PlatformError
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PlatformError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *PlatformError
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TypedError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *PlatformError
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *PlatformError
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *CreateMyProgramResponse201Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *CreateMyProgramResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateMyProgramResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *CreateMyProgramResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *CreateMyProgramResponse404Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *CreateMyProgramResponse413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateMyProgramResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *CreateMyProgramResponse500Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateMyProgramResponse) GetJSON201() *DashMyProgramCreated {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreateMyProgramResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateMyProgramResponse) GetJSON401() *PlatformError {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreateMyProgramResponse) GetJSON403() *PlatformError {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CreateMyProgramResponse) GetJSON404() *PlatformError {
+	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r CreateMyProgramResponse) GetJSON408() *PlatformError {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreateMyProgramResponse) GetJSON413() *TypedError {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CreateMyProgramResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r CreateMyProgramResponse) GetJSON431() *PlatformError {
+	return r.JSON431
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CreateMyProgramResponse) GetJSON500() *PlatformError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateMyProgramResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateMyProgramResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateMyProgramResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateMyProgramResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetAnalyticsSourcesResponse200Headers the declared response headers of an HTTP 200 response for GetAnalyticsSources
 type GetAnalyticsSourcesResponse200Headers struct {
 	Deprecation         *string
@@ -34468,6 +35655,174 @@ func (r MarkPayoutProcessingResponse) ContentType() string {
 	return ""
 }
 
+// GetProgramReadinessResponse200Headers the declared response headers of an HTTP 200 response for GetProgramReadiness
+type GetProgramReadinessResponse200Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// GetProgramReadinessResponse401Headers the declared response headers of an HTTP 401 response for GetProgramReadiness
+type GetProgramReadinessResponse401Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// GetProgramReadinessResponse403Headers the declared response headers of an HTTP 403 response for GetProgramReadiness
+type GetProgramReadinessResponse403Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// GetProgramReadinessResponse404Headers the declared response headers of an HTTP 404 response for GetProgramReadiness
+type GetProgramReadinessResponse404Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// GetProgramReadinessResponse413Headers the declared response headers of an HTTP 413 response for GetProgramReadiness
+type GetProgramReadinessResponse413Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// GetProgramReadinessResponse429Headers the declared response headers of an HTTP 429 response for GetProgramReadiness
+type GetProgramReadinessResponse429Headers struct {
+	RetryAfter          *int
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// GetProgramReadinessResponse500Headers the declared response headers of an HTTP 500 response for GetProgramReadiness
+type GetProgramReadinessResponse500Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+type GetProgramReadinessResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ProgramMeReadiness
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *PlatformError
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PlatformError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *PlatformError
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TypedError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *PlatformError
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *PlatformError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetProgramReadinessResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetProgramReadinessResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GetProgramReadinessResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *GetProgramReadinessResponse404Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *GetProgramReadinessResponse413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetProgramReadinessResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetProgramReadinessResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetProgramReadinessResponse) GetJSON200() *ProgramMeReadiness {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetProgramReadinessResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetProgramReadinessResponse) GetJSON401() *PlatformError {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetProgramReadinessResponse) GetJSON403() *PlatformError {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetProgramReadinessResponse) GetJSON404() *PlatformError {
+	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r GetProgramReadinessResponse) GetJSON408() *PlatformError {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r GetProgramReadinessResponse) GetJSON413() *TypedError {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetProgramReadinessResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r GetProgramReadinessResponse) GetJSON431() *PlatformError {
+	return r.JSON431
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetProgramReadinessResponse) GetJSON500() *PlatformError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetProgramReadinessResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetProgramReadinessResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetProgramReadinessResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetProgramReadinessResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetProgramSettingsResponse200Headers the declared response headers of an HTTP 200 response for GetProgramSettings
 type GetProgramSettingsResponse200Headers struct {
 	XRateLimitLimit     *int
@@ -35114,6 +36469,333 @@ func (r DeleteWebhookResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r DeleteWebhookResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListWebhookDeliveriesResponse200Headers the declared response headers of an HTTP 200 response for ListWebhookDeliveries
+type ListWebhookDeliveriesResponse200Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// ListWebhookDeliveriesResponse400Headers the declared response headers of an HTTP 400 response for ListWebhookDeliveries
+type ListWebhookDeliveriesResponse400Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// ListWebhookDeliveriesResponse401Headers the declared response headers of an HTTP 401 response for ListWebhookDeliveries
+type ListWebhookDeliveriesResponse401Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// ListWebhookDeliveriesResponse404Headers the declared response headers of an HTTP 404 response for ListWebhookDeliveries
+type ListWebhookDeliveriesResponse404Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// ListWebhookDeliveriesResponse413Headers the declared response headers of an HTTP 413 response for ListWebhookDeliveries
+type ListWebhookDeliveriesResponse413Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// ListWebhookDeliveriesResponse429Headers the declared response headers of an HTTP 429 response for ListWebhookDeliveries
+type ListWebhookDeliveriesResponse429Headers struct {
+	RetryAfter          *int
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// ListWebhookDeliveriesResponse500Headers the declared response headers of an HTTP 500 response for ListWebhookDeliveries
+type ListWebhookDeliveriesResponse500Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+type ListWebhookDeliveriesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *DashDeliveryLog
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *PlatformError
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PlatformError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *PlatformError
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TypedError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *PlatformError
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *PlatformError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListWebhookDeliveriesResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ListWebhookDeliveriesResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListWebhookDeliveriesResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *ListWebhookDeliveriesResponse404Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *ListWebhookDeliveriesResponse413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListWebhookDeliveriesResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ListWebhookDeliveriesResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListWebhookDeliveriesResponse) GetJSON200() *DashDeliveryLog {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListWebhookDeliveriesResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListWebhookDeliveriesResponse) GetJSON401() *PlatformError {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListWebhookDeliveriesResponse) GetJSON403() *PlatformError {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ListWebhookDeliveriesResponse) GetJSON404() *PlatformError {
+	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r ListWebhookDeliveriesResponse) GetJSON408() *PlatformError {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r ListWebhookDeliveriesResponse) GetJSON413() *TypedError {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListWebhookDeliveriesResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r ListWebhookDeliveriesResponse) GetJSON431() *PlatformError {
+	return r.JSON431
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListWebhookDeliveriesResponse) GetJSON500() *PlatformError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ListWebhookDeliveriesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListWebhookDeliveriesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListWebhookDeliveriesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListWebhookDeliveriesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// SendWebhookTestEventResponse202Headers the declared response headers of an HTTP 202 response for SendWebhookTestEvent
+type SendWebhookTestEventResponse202Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// SendWebhookTestEventResponse401Headers the declared response headers of an HTTP 401 response for SendWebhookTestEvent
+type SendWebhookTestEventResponse401Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// SendWebhookTestEventResponse404Headers the declared response headers of an HTTP 404 response for SendWebhookTestEvent
+type SendWebhookTestEventResponse404Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// SendWebhookTestEventResponse413Headers the declared response headers of an HTTP 413 response for SendWebhookTestEvent
+type SendWebhookTestEventResponse413Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// SendWebhookTestEventResponse429Headers the declared response headers of an HTTP 429 response for SendWebhookTestEvent
+type SendWebhookTestEventResponse429Headers struct {
+	RetryAfter          *int
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// SendWebhookTestEventResponse500Headers the declared response headers of an HTTP 500 response for SendWebhookTestEvent
+type SendWebhookTestEventResponse500Headers struct {
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+type SendWebhookTestEventResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *DashWebhookTestQueued
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *PlatformError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *PlatformError
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *PlatformError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *PlatformError
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *PlatformError
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TypedError
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *PlatformError
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *PlatformError
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *SendWebhookTestEventResponse202Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *SendWebhookTestEventResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *SendWebhookTestEventResponse404Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *SendWebhookTestEventResponse413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *SendWebhookTestEventResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *SendWebhookTestEventResponse500Headers
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r SendWebhookTestEventResponse) GetJSON202() *DashWebhookTestQueued {
+	return r.JSON202
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r SendWebhookTestEventResponse) GetJSON400() *PlatformError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r SendWebhookTestEventResponse) GetJSON401() *PlatformError {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r SendWebhookTestEventResponse) GetJSON403() *PlatformError {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r SendWebhookTestEventResponse) GetJSON404() *PlatformError {
+	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r SendWebhookTestEventResponse) GetJSON408() *PlatformError {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r SendWebhookTestEventResponse) GetJSON413() *TypedError {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r SendWebhookTestEventResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r SendWebhookTestEventResponse) GetJSON431() *PlatformError {
+	return r.JSON431
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r SendWebhookTestEventResponse) GetJSON500() *PlatformError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r SendWebhookTestEventResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SendWebhookTestEventResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SendWebhookTestEventResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SendWebhookTestEventResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -39335,6 +41017,76 @@ func (c *ClientWithResponses) PartnerSignInWithResponse(ctx context.Context, bod
 	return ParsePartnerSignInResponse(rsp)
 }
 
+// ListMyProgramsWithResponse List the programs of every workspace the signed-in user belongs to
+//
+// Each program as every read renders it (the key only masked), with
+// the user's `role` in its workspace and the `workspace_name`,
+// ordered by name then id. Empty for a user with no workspace. 120
+// requests a minute per dashboard token.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/programs (the `ListMyPrograms` operationId).
+func (c *ClientWithResponses) ListMyProgramsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListMyProgramsResponse, error) {
+	rsp, err := c.ListMyPrograms(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListMyProgramsResponse(rsp)
+}
+
+// CreateMyProgramWithBodyWithResponse Create a program from the dashboard
+//
+// The operator's program fields, validated with the same rules and
+// messages, and an optional `workspace_id`. With `workspace_id`, the
+// user must own or administer that workspace (a member is refused
+// with 403; a workspace the user does not belong to is 404). Without
+// it: a user who belongs to no workspace gets a new one, named after
+// the program's domain and owned by the user, in the same
+// transaction as the program; a user who owns or administers exactly
+// one workspace uses it; anyone else must name one (400
+// `workspace_id is required`). Like the operator's creation, no key
+// is shown: an owner generates one with `POST
+// /api/v1/programs/{id}/api-key`. 30 requests a minute per dashboard
+// token.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/programs (the `CreateMyProgram` operationId).
+func (c *ClientWithResponses) CreateMyProgramWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateMyProgramResponse, error) {
+	rsp, err := c.CreateMyProgramWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateMyProgramResponse(rsp)
+}
+
+// CreateMyProgramWithResponse Create a program from the dashboard
+//
+// The operator's program fields, validated with the same rules and
+// messages, and an optional `workspace_id`. With `workspace_id`, the
+// user must own or administer that workspace (a member is refused
+// with 403; a workspace the user does not belong to is 404). Without
+// it: a user who belongs to no workspace gets a new one, named after
+// the program's domain and owned by the user, in the same
+// transaction as the program; a user who owns or administers exactly
+// one workspace uses it; anyone else must name one (400
+// `workspace_id is required`). Like the operator's creation, no key
+// is shown: an owner generates one with `POST
+// /api/v1/programs/{id}/api-key`. 30 requests a minute per dashboard
+// token.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/programs (the `CreateMyProgram` operationId).
+func (c *ClientWithResponses) CreateMyProgramWithResponse(ctx context.Context, body CreateMyProgramJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateMyProgramResponse, error) {
+	rsp, err := c.CreateMyProgram(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateMyProgramResponse(rsp)
+}
+
 // GetAnalyticsSourcesWithResponse Clicks, leads, sales and revenue of the key's program by referrer and partner
 //
 // Groups the program's events over `from`..`to` (inclusive; at most
@@ -40350,6 +42102,24 @@ func (c *ClientWithResponses) MarkPayoutProcessingWithResponse(ctx context.Conte
 	return ParseMarkPayoutProcessingResponse(rsp)
 }
 
+// GetProgramReadinessWithResponse The integration readiness of a program the signed-in user belongs to
+//
+// The checklist of `GET /api/v1/programs/me/readiness`, the same bare
+// body, for any member of the program's workspace; errors in the
+// platform envelope (a failure adds `details.retry_after_seconds`).
+// 30 requests a minute per dashboard token.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/programs/{id}/readiness (the `GetProgramReadiness` operationId).
+func (c *ClientWithResponses) GetProgramReadinessWithResponse(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*GetProgramReadinessResponse, error) {
+	rsp, err := c.GetProgramReadiness(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetProgramReadinessResponse(rsp)
+}
+
 // GetProgramSettingsWithResponse Read a program's settings
 //
 // Every program field (the key only masked) and whether a processor
@@ -40475,6 +42245,46 @@ func (c *ClientWithResponses) DeleteWebhookWithResponse(ctx context.Context, id 
 		return nil, err
 	}
 	return ParseDeleteWebhookResponse(rsp)
+}
+
+// ListWebhookDeliveriesWithResponse An endpoint's delivery log, one entry per message
+//
+// Owner or admin. The endpoint's last `limit` messages (default 50,
+// 1 to 100), the one attempted last first: each with its outcome
+// (`succeeded` once any attempt got a 2xx, else `failed`, which a
+// retry may still turn), how many attempts it took, and the last
+// attempt's status code, error and latency. A message waiting for its
+// first attempt is not listed yet. 120 requests a minute per
+// dashboard token.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/programs/{id}/webhooks/{webhookId}/deliveries (the `ListWebhookDeliveries` operationId).
+func (c *ClientWithResponses) ListWebhookDeliveriesWithResponse(ctx context.Context, id int64, webhookId int64, params *ListWebhookDeliveriesParams, reqEditors ...RequestEditorFn) (*ListWebhookDeliveriesResponse, error) {
+	rsp, err := c.ListWebhookDeliveries(ctx, id, webhookId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListWebhookDeliveriesResponse(rsp)
+}
+
+// SendWebhookTestEventWithResponse Send a test event to one endpoint
+//
+// Owner or admin. Writes a `webhook.test` event (the program's id and
+// name, the endpoint's id, `test: true`) for this endpoint only,
+// whatever events it subscribes to, to the transactional outbox: it is
+// delivered like every event (signed, retried, logged in the delivery
+// log). No body. 10 requests a minute per dashboard token.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/programs/{id}/webhooks/{webhookId}/test (the `SendWebhookTestEvent` operationId).
+func (c *ClientWithResponses) SendWebhookTestEventWithResponse(ctx context.Context, id int64, webhookId int64, reqEditors ...RequestEditorFn) (*SendWebhookTestEventResponse, error) {
+	rsp, err := c.SendWebhookTestEvent(ctx, id, webhookId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSendWebhookTestEventResponse(rsp)
 }
 
 // GetPublicProgramWithResponse A program's public page of terms
@@ -50382,6 +52192,502 @@ func ParsePartnerSignInResponse(rsp *http.Response) (*PartnerSignInResponse, err
 			headers.XRateLimitReset = &value
 		}
 		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListMyProgramsResponse parses an HTTP response from a ListMyProgramsWithResponse call
+func ParseListMyProgramsResponse(rsp *http.Response) (*ListMyProgramsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListMyProgramsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest DashMyProgramList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TypedError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListMyProgramsResponse200Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListMyProgramsResponse401Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 413:
+		var headers ListMyProgramsResponse413Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListMyProgramsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers ListMyProgramsResponse500Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateMyProgramResponse parses an HTTP response from a CreateMyProgramWithResponse call
+func ParseCreateMyProgramResponse(rsp *http.Response) (*CreateMyProgramResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateMyProgramResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest DashMyProgramCreated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TypedError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers CreateMyProgramResponse201Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 400:
+		var headers CreateMyProgramResponse400Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers CreateMyProgramResponse401Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers CreateMyProgramResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers CreateMyProgramResponse404Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 413:
+		var headers CreateMyProgramResponse413Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreateMyProgramResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers CreateMyProgramResponse500Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers500 = &headers
 	}
 
 	return response, nil
@@ -60527,6 +62833,273 @@ func ParseMarkPayoutProcessingResponse(rsp *http.Response) (*MarkPayoutProcessin
 	return response, nil
 }
 
+// ParseGetProgramReadinessResponse parses an HTTP response from a GetProgramReadinessWithResponse call
+func ParseGetProgramReadinessResponse(rsp *http.Response) (*GetProgramReadinessResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetProgramReadinessResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ProgramMeReadiness
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TypedError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetProgramReadinessResponse200Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetProgramReadinessResponse401Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers GetProgramReadinessResponse403Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers GetProgramReadinessResponse404Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 413:
+		var headers GetProgramReadinessResponse413Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetProgramReadinessResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetProgramReadinessResponse500Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseGetProgramSettingsResponse parses an HTTP response from a GetProgramSettingsWithResponse call
 func ParseGetProgramSettingsResponse(rsp *http.Response) (*GetProgramSettingsResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -61357,6 +63930,516 @@ func ParseDeleteWebhookResponse(rsp *http.Response) (*DeleteWebhookResponse, err
 		}
 		response.JSON500 = &dest
 
+	}
+
+	return response, nil
+}
+
+// ParseListWebhookDeliveriesResponse parses an HTTP response from a ListWebhookDeliveriesWithResponse call
+func ParseListWebhookDeliveriesResponse(rsp *http.Response) (*ListWebhookDeliveriesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListWebhookDeliveriesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest DashDeliveryLog
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TypedError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListWebhookDeliveriesResponse200Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ListWebhookDeliveriesResponse400Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListWebhookDeliveriesResponse401Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers ListWebhookDeliveriesResponse404Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 413:
+		var headers ListWebhookDeliveriesResponse413Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListWebhookDeliveriesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers ListWebhookDeliveriesResponse500Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseSendWebhookTestEventResponse parses an HTTP response from a SendWebhookTestEventWithResponse call
+func ParseSendWebhookTestEventResponse(rsp *http.Response) (*SendWebhookTestEventResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SendWebhookTestEventResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest DashWebhookTestQueued
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TypedError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest PlatformError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 202:
+		var headers SendWebhookTestEventResponse202Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers202 = &headers
+	case rsp.StatusCode == 401:
+		var headers SendWebhookTestEventResponse401Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers SendWebhookTestEventResponse404Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 413:
+		var headers SendWebhookTestEventResponse413Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers SendWebhookTestEventResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers SendWebhookTestEventResponse500Headers
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers500 = &headers
 	}
 
 	return response, nil

@@ -68,6 +68,13 @@ func money(amount any, currency any) string {
 	return out + " " + string(cur)
 }
 
+// field is a labelled input of a form, for the "field" partial: its
+// label, its value as sent, and the API's message next to it.
+type field struct {
+	Form              *form
+	Name, Label, Type string
+}
+
 // amountHTML is money in a span the page's script re-formats in the
 // reader's locale.
 func amountHTML(amount any, currency any) template.HTML {

@@ -21,7 +21,8 @@ var templateFiles embed.FS
 var views = parseViews()
 
 func parseViews() map[string]*template.Template {
-	layout := template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFiles, "templates/layout.html"))
+	// The layout and the partials (files named _*.html) are in every set.
+	layout := template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/_*.html"))
 	names, err := fs.Glob(templateFiles, "templates/*.html")
 	if err != nil {
 		panic(err)
@@ -29,7 +30,7 @@ func parseViews() map[string]*template.Template {
 	out := map[string]*template.Template{}
 	for _, name := range names {
 		base := strings.TrimSuffix(strings.TrimPrefix(name, "templates/"), ".html")
-		if base == "layout" {
+		if base == "layout" || strings.HasPrefix(base, "_") {
 			continue
 		}
 		out[base] = template.Must(template.Must(layout.Clone()).ParseFS(templateFiles, name))

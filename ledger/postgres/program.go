@@ -112,31 +112,38 @@ func (s *ProgramService) CreateProgram(ctx context.Context, workspaceID int64, i
 		if !exists {
 			return notFound("workspace")
 		}
-		err := tx.QueryRowContext(ctx, `
-			INSERT INTO programs (workspace_id, name, domain, commission_type, commission_rate,
-				duration_months, cookie_duration, lead_auth, hold_days, currency, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11)
-			RETURNING id`,
-			workspaceID, valid.Name, valid.Domain, string(valid.CommissionType), valid.CommissionRate,
-			valid.DurationMonths, valid.CookieDuration, valid.LeadAuth, valid.HoldDays, string(valid.Currency), now,
-		).Scan(&id)
-		if err != nil {
-			return err
-		}
-		for _, mode := range []ledger.KeyMode{ledger.LiveKey, ledger.TestKey} {
-			_, hash, masked := ledger.NewProgramKey(mode)
-			if _, err := tx.ExecContext(ctx, `
-				INSERT INTO program_keys (program_id, mode, key_hash, masked, created_at)
-				VALUES ($1, $2, $3, $4, $5)`, id, string(mode), hash, masked, now); err != nil {
-				return err
-			}
-		}
-		return nil
+		id, err = insertProgram(ctx, tx, workspaceID, valid, now)
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	return s.Program(ctx, id)
+}
+
+// insertProgram writes a validated program and its live and test keys in
+// the caller's transaction: the operator's and the dashboard's creation.
+func insertProgram(ctx context.Context, tx *sqlx.Tx, workspaceID int64, valid ledger.Program, now time.Time) (id int64, err error) {
+	err = tx.QueryRowContext(ctx, `
+		INSERT INTO programs (workspace_id, name, domain, commission_type, commission_rate,
+			duration_months, cookie_duration, lead_auth, hold_days, currency, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11)
+		RETURNING id`,
+		workspaceID, valid.Name, valid.Domain, string(valid.CommissionType), valid.CommissionRate,
+		valid.DurationMonths, valid.CookieDuration, valid.LeadAuth, valid.HoldDays, string(valid.Currency), now,
+	).Scan(&id)
+	if err != nil {
+		return 0, err
+	}
+	for _, mode := range []ledger.KeyMode{ledger.LiveKey, ledger.TestKey} {
+		_, hash, masked := ledger.NewProgramKey(mode)
+		if _, err := tx.ExecContext(ctx, `
+			INSERT INTO program_keys (program_id, mode, key_hash, masked, created_at)
+			VALUES ($1, $2, $3, $4, $5)`, id, string(mode), hash, masked, now); err != nil {
+			return 0, err
+		}
+	}
+	return id, nil
 }
 
 // Program returns one program.

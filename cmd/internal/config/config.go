@@ -45,6 +45,12 @@ type Config struct {
 	// Secrets seals the signing secrets stored in Postgres (SECRETS_KEY);
 	// the public development key when unset (Secrets.IsDev()).
 	Secrets *secretbox.Keyring
+	// OIDCClientSecret is our secret at the provider (OIDC_CLIENT_SECRET);
+	// empty for a public client, which proves itself with PKCE alone.
+	OIDCClientSecret string
+	// DevSignIn serves the development OpenID provider at DevSignInPath
+	// (DEV_SIGNIN); OIDCIssuerURL and OIDCClientID then name it.
+	DevSignIn bool
 }
 
 // Defaults of the contract.
@@ -53,6 +59,13 @@ const (
 	DefaultRedisURL      = "redis://127.0.0.1:6379/0"
 	DefaultListenAddr    = ":8080"
 	DefaultPublicBaseURL = "http://localhost:8080"
+)
+
+// The development sign-in (DEV_SIGNIN=1): the edge serves the provider of
+// package devissuer at PUBLIC_BASE_URL + DevSignInPath for this client.
+const (
+	DevSignInPath     = "/dev/oidc"
+	DevSignInClientID = "partnertrack-dev"
 )
 
 // Load reads the configuration through getenv (os.Getenv in production)
@@ -74,6 +87,7 @@ func Load(getenv func(string) string) (Config, error) {
 		StripeWebhookSecret: get("STRIPE_WEBHOOK_SECRET", ""),
 		OIDCIssuerURL:       get("OIDC_ISSUER_URL", ""),
 		OIDCClientID:        get("OIDC_CLIENT_ID", ""),
+		OIDCClientSecret:    getenv("OIDC_CLIENT_SECRET"),
 		BrandPrefix:         get("BRAND_PREFIX", "svc"),
 		RateLimitStore:      get("RATE_LIMIT_STORE", "memory"),
 		GeoIPDBPath:         get("GEOIP_DB_PATH", ""),
@@ -132,6 +146,12 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	if (c.OIDCIssuerURL == "") != (c.OIDCClientID == "") {
 		errs = append(errs, errors.New("OIDC_ISSUER_URL and OIDC_CLIENT_ID must be set together"))
+	}
+	if c.DevSignIn, err = parseBool(get("DEV_SIGNIN", "false")); err != nil {
+		errs = append(errs, errors.New("DEV_SIGNIN must be 1 or 0 (true or false)"))
+	}
+	if c.DevSignIn {
+		errs = append(errs, devSignIn(&c)...)
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":

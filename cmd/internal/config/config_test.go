@@ -92,3 +92,16 @@ func TestLoadSMTP(t *testing.T) {
 		t.Errorf("SMTP_FROM without a domain: %v", err)
 	}
 }
+
+// TestLoadOIDCClientSecret: the secret is optional (a public PKCE client)
+// and taken as given.
+func TestLoadOIDCClientSecret(t *testing.T) {
+	c, err := Load(env(nil))
+	if err != nil || c.OIDCClientSecret != "" || c.DevSignIn {
+		t.Fatalf("unset: %q %v, %v", c.OIDCClientSecret, c.DevSignIn, err)
+	}
+	c, err = Load(env(map[string]string{"OIDC_ISSUER_URL": "https://issuer.example", "OIDC_CLIENT_ID": "pt", "OIDC_CLIENT_SECRET": "s3 cret"}))
+	if err != nil || c.OIDCClientSecret != "s3 cret" {
+		t.Fatalf("set: %q, %v", c.OIDCClientSecret, err)
+	}
+}

@@ -684,6 +684,23 @@ func (h *hostileWorld) targets() []target {
 			},
 			fields: map[string][]string{"method": nil, "details": nil, "details.account_holder": {"numeric-string", "sql-quote", "sql-drop"},
 				"details.iban": nil, "details.country": nil}},
+		// The web dashboard's API (issue 27). The dashboard tokens are the
+		// first program's owner's, whose only workspace a valid program
+		// goes to; no endpoint 999999: a valid log or test event is a 404,
+		// after the checks.
+		{name: "my-programs", method: "GET", path: "/api/v1/programs", token: dash},
+		{name: "my-program-create", method: "POST", path: "/api/v1/programs", token: dash,
+			body: func(t *testing.T, n int) map[string]any {
+				return map[string]any{"name": "Hostile " + itoa(int64(n)), "domain": "hostile" + itoa(int64(n)) + ".example",
+					"commission_type": "percent", "commission_rate": 10}
+			},
+			fields: map[string][]string{"workspace_id": {"number"}, "name": text, "domain": {"numeric-string"}, "commission_type": nil,
+				"commission_rate": {"number", "fraction"}, "duration_months": {"number"}, "cookie_duration": {"number"}, "lead_auth": nil,
+				"hold_days": {"number"}, "currency": nil}},
+		{name: "program-readiness", method: "GET", path: "/api/v1/programs/{id}/readiness", token: dash, pathParam: true},
+		{name: "webhook-deliveries", method: "GET", path: "/api/v1/programs/{id}/webhooks/999999/deliveries", token: dash, pathParam: true,
+			params: map[string][]string{"limit": nil}},
+		{name: "webhook-test-event", method: "POST", path: "/api/v1/programs/{id}/webhooks/999999/test", token: dash, pathParam: true},
 	}
 }
 

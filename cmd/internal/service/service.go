@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gofiber/fiber/v2/middleware/adaptor"
 	"github.com/hibiken/asynq"
 	"github.com/hibiken/asynqmon"
 	"github.com/prometheus/client_golang/prometheus"
@@ -29,6 +30,7 @@ import (
 	"github.com/partnertrack/partnertrack/ingest/enrich"
 	"github.com/partnertrack/partnertrack/ingest/linkcache"
 	"github.com/partnertrack/partnertrack/ingest/oidc"
+	"github.com/partnertrack/partnertrack/ingest/oidc/devissuer"
 	"github.com/partnertrack/partnertrack/ingest/traffic"
 	"github.com/partnertrack/partnertrack/ingest/web"
 	"github.com/partnertrack/partnertrack/ledger"
@@ -220,6 +222,9 @@ func (b *Backends) Edge(ctx context.Context) (*ingest.Server, error) {
 	// Payouts write webhooks, notifications and emails to the outbox.
 	payouts := postgres.NewPayoutService(b.DB, outbox, b.Logger)
 	b.closers = append(b.closers, payouts.WaitRelays)
+	// The web dashboard's API: test webhook events relay after commit.
+	webhookDeliveries := postgres.NewWebhookDeliveryService(b.DB, outbox, b.Logger)
+	b.closers = append(b.closers, webhookDeliveries.WaitRelays)
 	cli := postgres.NewCLIService(b.DB)
 	partnerSignIn := postgres.NewPartnerAccountService(b.DB)
 	srv := ingest.New(ingest.Config{
@@ -272,6 +277,9 @@ func (b *Backends) Edge(ctx context.Context) (*ingest.Server, error) {
 		// The partner portal's API (issue 26, helper A).
 		Portal:  postgres.NewPortalService(b.DB, intake, nil),
 		Payouts: payouts,
+		// The web dashboard's API (issue 27).
+		MemberPrograms:    programs,
+		WebhookDeliveries: webhookDeliveries,
 	}, ingest.Options{
 		Limiter:  ratelimit.New(store, nil),
 		Logger:   b.Logger,
@@ -292,6 +300,16 @@ func (b *Backends) Edge(ctx context.Context) (*ingest.Server, error) {
 			"queue_breaker": pipeline.Ready,
 		},
 	})
+	// DEV_SIGNIN=1: the development OpenID provider on the edge itself,
+	// which config allows on a loopback listener only.
+	if b.Config.DevSignIn {
+		dev, err := devissuer.New(devissuer.Config{IssuerURL: b.Config.OIDCIssuerURL, ClientID: b.Config.OIDCClientID})
+		if err != nil {
+			return nil, err
+		}
+		srv.App().Use(config.DevSignInPath, adaptor.HTTPHandler(dev))
+		b.Logger.Warn("DEV_SIGNIN=1: anyone who can reach " + b.Config.PublicBaseURL + " signs in as any email; for local development only")
+	}
 	// The dashboard's pages: they call the API above in process.
 	provider, _ := b.IdentityVerifier().(web.Provider)
 	web.Mount(srv.App(), web.Config{
@@ -299,6 +317,7 @@ func (b *Backends) Edge(ctx context.Context) (*ingest.Server, error) {
 		BrandPrefix:   b.Config.BrandPrefix,
 		Provider:      provider,
 		ClientID:      b.Config.OIDCClientID,
+		ClientSecret:  b.Config.OIDCClientSecret,
 		SignIn:        accounts,
 		PartnerSignIn: partnerSignIn,
 		Limit:         srv.SignInLimit(),

@@ -1,7 +1,8 @@
 // Package testissuer runs an OpenID Connect issuer in process for tests:
-// discovery and a JWKS served by go-oidc's oidctest server on a loopback
-// port, with an RSA key generated per issuer, and helpers that sign
-// id_tokens for it.
+// the development provider of package devissuer (discovery, JWKS, the
+// sign-in page at /authorize and the token endpoint, so a browser test
+// signs in as a person would) on a loopback port, and helpers that sign
+// id_tokens for it directly.
 package testissuer
 
 import (
@@ -17,6 +18,8 @@ import (
 
 	gooidc "github.com/coreos/go-oidc/v3/oidc"
 	"github.com/coreos/go-oidc/v3/oidc/oidctest"
+
+	"github.com/partnertrack/partnertrack/ingest/oidc/devissuer"
 )
 
 // ClientID is the audience the issuer's tokens name by default.
@@ -30,8 +33,8 @@ type Issuer struct {
 
 	key    *rsa.PrivateKey
 	mu     sync.Mutex
-	broken bool             // when true, discovery and keys answer 500
-	now    func() time.Time // the clock of Token's iat and exp
+	broken bool             // when true, every endpoint answers 500
+	now    func() time.Time // the clock of Token's and the token endpoint's iat and exp
 }
 
 var (
@@ -54,14 +57,13 @@ func signingKey(tb testing.TB) *rsa.PrivateKey {
 	return sharedKey
 }
 
-// New starts an issuer that stops when the test ends.
+// New starts an issuer that stops when the test ends. Its client is
+// ClientID, with any redirect_uri.
 func New(tb testing.TB) *Issuer {
 	tb.Helper()
 	iss := &Issuer{key: signingKey(tb)}
-	s := &oidctest.Server{PublicKeys: []oidctest.PublicKey{{
-		PublicKey: iss.key.Public(), KeyID: keyID, Algorithm: gooidc.RS256,
-	}}}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	var dev *devissuer.Issuer
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		iss.mu.Lock()
 		broken := iss.broken
 		iss.mu.Unlock()
@@ -69,23 +71,41 @@ func New(tb testing.TB) *Issuer {
 			http.Error(w, "issuer down", http.StatusInternalServerError)
 			return
 		}
-		s.ServeHTTP(w, r)
+		dev.ServeHTTP(w, r)
 	}))
+	// The issuer URL is known once the listener is, before the server
+	// starts, so the provider is complete before the first request.
+	iss.URL = "http://" + srv.Listener.Addr().String()
+	dev, err := devissuer.New(devissuer.Config{IssuerURL: iss.URL, ClientID: ClientID, Key: iss.key, KeyID: keyID, Now: iss.clock})
+	if err != nil {
+		tb.Fatalf("testissuer: %v", err)
+	}
+	srv.Start()
 	tb.Cleanup(srv.Close)
-	s.SetIssuer(srv.URL)
-	iss.URL = srv.URL
 	return iss
 }
 
-// SetClock makes Token issue its tokens at now() instead of the wall
-// clock, for tests that run on a settable clock.
+// clock is the issuer's clock: SetClock's, else the wall clock.
+func (iss *Issuer) clock() time.Time {
+	iss.mu.Lock()
+	now := iss.now
+	iss.mu.Unlock()
+	if now == nil {
+		return time.Now()
+	}
+	return now()
+}
+
+// SetClock makes Token and the token endpoint issue their tokens at now()
+// instead of the wall clock, for tests that run on a settable clock.
 func (iss *Issuer) SetClock(now func() time.Time) {
 	iss.mu.Lock()
 	iss.now = now
 	iss.mu.Unlock()
 }
 
-// SetBroken makes discovery and the JWKS answer 500 (true) or work again.
+// SetBroken makes every endpoint, discovery and the JWKS included, answer
+// 500 (true) or work again.
 func (iss *Issuer) SetBroken(broken bool) {
 	iss.mu.Lock()
 	iss.broken = broken
@@ -120,13 +140,7 @@ func (iss *Issuer) Sign(tb testing.TB, claims map[string]any) string {
 // Token returns a good token for sub and email.
 func (iss *Issuer) Token(tb testing.TB, sub, email string) string {
 	tb.Helper()
-	iss.mu.Lock()
-	now := iss.now
-	iss.mu.Unlock()
-	if now == nil {
-		now = time.Now
-	}
-	return iss.Sign(tb, iss.Claims(sub, email, now()))
+	return iss.Sign(tb, iss.Claims(sub, email, iss.clock()))
 }
 
 // SignWith signs claims with another key under a key id, for tokens the
