@@ -10,9 +10,9 @@ import (
 	"github.com/partnertrack/partnertrack/ingest/apiclient"
 )
 
-// brandOverview is GET /app/programs/:id: the program's numbers per day
-// over 7, 30 or 90 days with their totals and trends, its top partners
-// and links, and the readiness checklist.
+// brandOverview is GET /app/programs/:id: the readiness checklist, the
+// program's numbers per day over 7, 30 or 90 days with their totals and
+// trends, and its top partners and links.
 func (p *Pages) brandOverview(c *fiber.Ctx) error {
 	prog, nav, err := p.openProgram(c, "overview")
 	if err != nil {
@@ -39,6 +39,10 @@ func (p *Pages) brandOverview(c *fiber.Ctx) error {
 	if err = apiError(links.HTTPResponse, links.Body, err); err != nil {
 		return err
 	}
+	ready, err := p.api.GetProgramReadinessWithResponse(ctx, nav.ID, auth)
+	if err = apiError(ready.HTTPResponse, ready.Body, err); err != nil {
+		return err
+	}
 	perf := days.JSON200
 	if perf.Metrics == nil {
 		perf.Metrics = &apiclient.PerformanceMetrics{}
@@ -51,6 +55,7 @@ func (p *Pages) brandOverview(c *fiber.Ctx) error {
 		"Metrics": perf.Metrics, "Revenue": byCurrency(perf.Metrics.RevenueByCurrency, perf.Metrics.Revenue, cur),
 		"Commission": byCurrency(perf.Metrics.CommissionByCurrency, perf.Metrics.Commission, cur),
 		"Activity":   activity, "RevenueChart": revenue,
+		"Readiness":   newReadinessView(ready.JSON200),
 		"TopPartners": partners.JSON200.Data, "TopLinks": topLinks(links.JSON200.Data, partners.JSON200.Data),
 	}})
 }

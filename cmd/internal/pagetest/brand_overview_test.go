@@ -2,6 +2,7 @@ package pagetest
 
 import (
 	"fmt"
+	"html"
 	"net/url"
 	"strings"
 	"testing"
@@ -74,6 +75,27 @@ func TestBrandOverviewOfAnEmptyProgram(t *testing.T) {
 	}
 	p.mustContain(t, `<span data-count="0">0</span>`, "0.00 USD", `<svg class="chart"`,
 		"No partner has numbers in this period yet", "No link has numbers in this period yet")
+
+	// The readiness checklist says what the readiness API says, gate by
+	// gate, with the next step of each gate that does not pass.
+	ready := s.apiRaw(t, 200, "GET", fmt.Sprintf("/api/v1/programs/%d/readiness", w.ProgramID), w.Owner)
+	gates := ready["gates"].(map[string]any)
+	labels := map[string]string{"profile": "Program profile", "economics": "Commission terms",
+		"payout": "Sales reach partnertrack", "tracking": "Tracking", "live": "Live test"}
+	words := map[string]string{"pass": "ok", "fail": "not ok", "unknown": "not checked yet"}
+	for id, label := range labels {
+		status := gates[id].(map[string]any)["status"].(string)
+		p.mustContain(t, "<strong>"+label+"</strong>: "+words[status])
+	}
+	if gates["payout"].(map[string]any)["status"] != "fail" || gates["tracking"].(map[string]any)["status"] != "fail" {
+		t.Fatalf("a new program's readiness: %v", gates)
+	}
+	p.mustContain(t, "Configuring: sales or tracking do not reach partnertrack yet.",
+		"Next: Connect Stripe, or send your sales from your server to the sale endpoint.",
+		"Sales arrive at the sale endpoint: "+gates["payout"].(map[string]any)["endpoint"].(string),
+		html.EscapeString(gates["tracking"].(map[string]any)["detail"].(string)),
+		"Next: Install the tracker snippet on your site, or send events with the API key.",
+		fmt.Sprintf(`<a href="/app/programs/%d/settings">Open settings</a>`, w.ProgramID))
 }
 
 // TestBrandPagesOfAnotherBrandAreNotFound: another brand's owner gets a
