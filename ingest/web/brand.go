@@ -8,6 +8,8 @@ import (
 
 // brandRoutes are the brand's pages under /app/.
 func (p *Pages) brandRoutes(r fiber.Router) {
+	r.Get("/", p.brandPrograms)
+	r.Post("/programs", p.brandCreateProgram)
 	// ==== brand pages ====
 	// ---- overview, partners and links (helper B1) ----
 	r.Get("/programs/:id", p.brandOverview)
@@ -29,17 +31,21 @@ func (p *Pages) brandRoutes(r fiber.Router) {
 }
 
 // brandProgram reads the program a brand page is about, for its title and
-// tabs; a program the person cannot see is the API's 404, shown as such.
-func (p *Pages) brandProgram(c *fiber.Ctx, tab string) (*apiclient.DashProgramSettings, *programNav, error) {
+// tabs, from the person's own programs: one they cannot see is a 404 page,
+// whoever owns it.
+func (p *Pages) brandProgram(c *fiber.Ctx, tab string) (*apiclient.DashMyProgram, *programNav, error) {
 	id, err := pathID(c, "id")
 	if err != nil {
 		return nil, nil, err
 	}
-	ctx, auth := p.as(c)
-	resp, err := p.api.GetProgramSettingsWithResponse(ctx, id, auth)
-	if err = apiError(resp.HTTPResponse, resp.Body, err); err != nil {
+	progs, err := p.myPrograms(c, tokenOf(c))
+	if err != nil {
 		return nil, nil, err
 	}
-	prog := &resp.JSON200.Data
-	return prog, &programNav{ID: id, Name: prog.Name, Tab: tab}, nil
+	for i := range progs {
+		if progs[i].Id == id {
+			return &progs[i], &programNav{ID: id, Name: progs[i].Name, Tab: tab}, nil
+		}
+	}
+	return nil, nil, fiber.NewError(fiber.StatusNotFound, "There is no such program among yours.")
 }

@@ -109,4 +109,4 @@ func (g groupForm) Value(field string) string {
 func (g groupForm) Err(field string) string { return g.Sent.Err(field) }
 
 // Types are the commission types to choose from.
-func (g groupForm) Types() []tab { return commissionTypes }
+func (g groupForm) Types() []tab { return groupTypes }

@@ -20,7 +20,7 @@ func (p *Pages) brandLinks(c *fiber.Ctx) error {
 }
 
 func (p *Pages) showBrandLinks(c *fiber.Ctx, status int, f *form) error {
-	prog, nav, err := p.openProgram(c, "links")
+	prog, nav, err := p.brandProgram(c, "links")
 	if err != nil {
 		return err
 	}

@@ -14,7 +14,7 @@ import (
 // program's numbers per day over 7, 30 or 90 days with their totals and
 // trends, and its top partners and links.
 func (p *Pages) brandOverview(c *fiber.Ctx) error {
-	prog, nav, err := p.openProgram(c, "overview")
+	prog, nav, err := p.brandProgram(c, "overview")
 	if err != nil {
 		return err
 	}

@@ -4,20 +4,7 @@ import (
 	"fmt"
 
 	"github.com/gofiber/fiber/v2"
-
-	"github.com/partnertrack/partnertrack/ingest/apiclient"
 )
-
-// openProgram reads the program of a brand page like brandProgram, and
-// shows a program of another workspace (the API's 403) as no page at all:
-// a brand learns nothing of another's programs, not even that one exists.
-func (p *Pages) openProgram(c *fiber.Ctx, tab string) (*apiclient.DashProgramSettings, *programNav, error) {
-	prog, nav, err := p.brandProgram(c, tab)
-	if re, ok := asResponseError(err); ok && re.Status == fiber.StatusForbidden {
-		return nil, nil, fiber.NewError(fiber.StatusNotFound, "There is no such program.")
-	}
-	return prog, nav, err
-}
 
 // jsonType is the content type of the API bodies the forms send.
 const jsonType = "application/json"

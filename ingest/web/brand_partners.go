@@ -16,7 +16,7 @@ func (p *Pages) brandPartners(c *fiber.Ctx) error {
 }
 
 func (p *Pages) showBrandPartners(c *fiber.Ctx, status int, f *form) error {
-	prog, nav, err := p.openProgram(c, "partners")
+	prog, nav, err := p.brandProgram(c, "partners")
 	if err != nil {
 		return err
 	}
@@ -52,9 +52,9 @@ func (p *Pages) showBrandPartners(c *fiber.Ctx, status int, f *form) error {
 	}})
 }
 
-// commissionTypes are the types a group's terms may have, as the API
+// groupTypes are the types a group's terms may have, as the API
 // names them, with their labels.
-var commissionTypes = []tab{
+var groupTypes = []tab{
 	{"percent", "", "Percent of the first sale"},
 	{"recurring_percent", "", "Percent of every sale"},
 	{"fixed", "", "Fixed amount for the first sale"},

@@ -27,6 +27,9 @@ var funcs = template.FuncMap{
 	"lower":       strings.ToLower,
 	"programTabs": func() []tab { return programTabs },
 	"partnerTabs": func() []tab { return partnerTabs },
+	"fieldOf": func(f *form, name, label, typ string) field {
+		return field{Form: f, Name: name, Label: label, Type: typ}
+	},
 	// ---- brand overview, partners and links pages ----
 	// formFor is the page's submitted form when it is the named one, else
 	// nil (whose Value and Err are empty): a page with many forms fills

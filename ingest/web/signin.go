@@ -136,6 +136,9 @@ func (p *Pages) finishSignIn(c *fiber.Ctx) error {
 // person has any, else the partner's pages when they belong to or are
 // invited to a program, else the brand's pages (to create a program).
 func (p *Pages) landing(c *fiber.Ctx, brandToken, partnerToken string) string {
+	if progs, err := p.myPrograms(c, brandToken); err == nil && len(progs) > 0 {
+		return brandArea.home
+	}
 	if n, err := p.partnerMemberships(c, partnerToken); err == nil && n > 0 {
 		return partnerArea.home
 	}

@@ -276,3 +276,13 @@ func (s *stack) apiList(t *testing.T, w brandWorld, path string) []map[string]an
 	}
 	return out
 }
+
+// count runs a counting query on the stack's database.
+func (s *stack) count(t *testing.T, query string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := s.DB.QueryRow(query, args...).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	return n
+}
