@@ -31,6 +31,23 @@ func (p *Pages) brandRoutes(r fiber.Router) {
 	r.Get("/programs/:id/settings/webhooks/:webhookId", p.brandWebhookLog)
 	r.Post("/programs/:id/settings/webhooks/:webhookId/test", p.brandTestWebhook)
 	// -- end of helper B2's pages --
+	// ---- overview, partners and links (helper B1) ----
+	r.Get("/programs/:id", p.brandOverview)
+	r.Get("/programs/:id/", p.brandOverview)
+	r.Get("/programs/:id/partners", p.brandPartners)
+	r.Post("/programs/:id/partners/:partnerId/status", p.brandPartnerStatus)
+	r.Post("/programs/:id/partners/:partnerId/group", p.brandPartnerGroup)
+	r.Post("/programs/:id/invites", p.brandInvite)
+	r.Post("/programs/:id/invites/:inviteId/resend", p.brandResendInvite)
+	r.Post("/programs/:id/invites/:inviteId/cancel", p.brandCancelInvite)
+	r.Post("/programs/:id/applications/:applicationId/approve", p.brandApproveApplication)
+	r.Post("/programs/:id/applications/:applicationId/reject", p.brandRejectApplication)
+	r.Post("/programs/:id/groups", p.brandCreateGroup)
+	r.Post("/programs/:id/groups/:groupId", p.brandUpdateGroup)
+	r.Get("/programs/:id/links", p.brandLinks)
+	r.Post("/programs/:id/links", p.brandCreateLink)
+	r.Post("/programs/:id/links/:linkId/status", p.brandLinkStatus)
+	// ---- end of overview, partners and links ----
 }
 
 // brandProgram reads the program a brand page is about, for its title and

@@ -37,6 +37,16 @@ var funcs = template.FuncMap{
 	// partner money pages: whether an exact amount is above zero (a
 	// payout's clawback is shown only then).
 	"positive": positive,
+	// ---- brand overview, partners and links pages ----
+	// formFor is the page's submitted form when it is the named one, else
+	// nil (whose Value and Err are empty): a page with many forms fills
+	// and marks only the one that was sent.
+	"formFor": func(f *form, name string) *form {
+		if f.Is(name) {
+			return f
+		}
+		return nil
+	},
 }
 
 // money formats an exact amount in major units of its currency with the

@@ -216,6 +216,62 @@ func regexpFind(t *testing.T, body, expr string) string {
 	return m[1]
 }
 
+// ---- helpers of the brand overview, partners and links tests ----
+
+// apiRaw calls the JSON API with a bearer token and decodes the whole
+// answer (data and meta).
+func (s *stack) apiRaw(t *testing.T, want int, method, path, token string) map[string]any {
+	t.Helper()
+	req, _ := http.NewRequest(method, s.URL+path, nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != want {
+		t.Fatalf("%s %s: %d, want %d: %s", method, path, resp.StatusCode, want, raw)
+	}
+	var out map[string]any
+	if err := json.Unmarshal(raw, &out); err != nil {
+		t.Fatalf("%s %s: %v: %s", method, path, err, raw)
+	}
+	return out
+}
+
+// enroll adds a partner to a brand's program (operator API) and returns
+// its id.
+func (s *stack) enroll(t *testing.T, w brandWorld, name, email string) int64 {
+	t.Helper()
+	p := s.api(t, 201, "POST", fmt.Sprintf("/api/operator/v1/programs/%d/partners", w.ProgramID), opToken,
+		map[string]any{"email": email, "name": name})
+	return jsonInt(p["id"])
+}
+
+// brandLink creates a partner's link through the brand's API.
+func (s *stack) brandLink(t *testing.T, w brandWorld, partnerID int64, code string) int64 {
+	t.Helper()
+	l := s.api(t, 201, "POST", fmt.Sprintf("/api/v1/programs/%d/links", w.ProgramID), w.Owner,
+		map[string]any{"partner_id": partnerID, "code": code})
+	return jsonInt(l["id"])
+}
+
+// submit posts a form of page p with its form token.
+func (b *browser) submit(p page, path string, form url.Values) page {
+	b.t.Helper()
+	form.Set("csrf", p.csrf(b.t))
+	return b.post(path, form)
+}
+
+// brandList reads the data list of a brand API page with the owner's token.
+func (s *stack) brandList(t *testing.T, w brandWorld, path string) []map[string]any {
+	t.Helper()
+	return s.apiList(t, path, w.Owner)
+}
+
 // count runs a counting query on the stack's database.
 func (s *stack) count(t *testing.T, query string, args ...any) int {
 	t.Helper()
