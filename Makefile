@@ -11,7 +11,7 @@ export OPERATOR_TOKEN
 LOG_FORMAT ?= text
 export LOG_FORMAT
 
-.PHONY: all build run test vet fmt clean clean-testdb soak fuzz bench bench-micro
+.PHONY: all build run test vet fmt clean clean-testdb soak fuzz bench bench-micro screenshots
 
 all: build
 
@@ -102,6 +102,11 @@ endif
 
 # Go micro-benchmarks of the hot paths, in every package that has some.
 BENCHTIME ?= 1s
+# Saves the dashboard's screenshots in docs/screenshots: the brand and
+# partner browser journeys take them (README shows them).
+screenshots:
+	DASHBOARD_SCREENSHOTS=$(CURDIR)/docs/screenshots $(GO) test -count=1 -run 'TestBrandJourney|TestPartnerJourney' ./cmd/internal/reliability
+
 bench-micro:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) $$(grep -rl --include='*_test.go' '^func Benchmark' . | xargs -n1 dirname | sort -u)
 

@@ -54,7 +54,7 @@ func (c chart) SVG() template.HTML {
 	top := niceCeiling(max)
 	var b strings.Builder
 	esc := template.HTMLEscapeString
-	fmt.Fprintf(&b, `<svg class="chart" viewBox="0 0 %d %d" role="img" aria-labelledby="%s-t" preserveAspectRatio="none">`, chartW, chartH, esc(c.ID))
+	fmt.Fprintf(&b, `<svg class="chart" viewBox="0 0 %d %d" role="img" aria-labelledby="%s-t">`, chartW, chartH, esc(c.ID))
 	fmt.Fprintf(&b, `<title id="%s-t">%s</title>`, esc(c.ID), esc(c.Title))
 	for i := 0; i <= gridLines; i++ {
 		y := padTop + plotH - plotH*i/gridLines

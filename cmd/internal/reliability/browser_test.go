@@ -179,14 +179,14 @@ func (p *person) audit() {
 	}
 }
 
-// shot saves a screenshot of the whole page as <name>.jpg.
+// shot saves a screenshot of the whole page as <name>.png.
 func (p *person) shot(name string) {
 	p.t.Helper()
-	img, err := chromedp.Run(p.ctx, chromedp.FullScreenshot(85))
+	img, err := chromedp.Run(p.ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		p.t.Fatalf("screenshot %s: %v", name, err)
 	}
-	if err := os.WriteFile(filepath.Join(p.shots, name+".jpg"), img, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(p.shots, name+".png"), img, 0o644); err != nil {
 		p.t.Fatal(err)
 	}
 }

@@ -112,7 +112,6 @@ func TestBrandJourney(t *testing.T) {
 	if pts := brand.eval(`String(document.querySelectorAll('svg.chart polyline').length)`); pts == "0" {
 		t.Fatal("the overview has no chart line")
 	}
-	brand.shot("02-overview")
 
 	// 7. Two customers buy (the program pays on each customer's first
 	// sale): one commission approved, the other rejected with a reason.
@@ -146,6 +145,8 @@ func TestBrandJourney(t *testing.T) {
 	brand.shot("04-payouts")
 	st.waitCount(t, 1, 10*time.Second, `SELECT count(*) FROM payouts WHERE id = $1 AND status = 'paid'`, num(json.Number(payout)))
 
+	brand.open(app)
+	brand.shot("02-overview")
 	brand.open(app + "/partners")
 	brand.shot("06-partners")
 	brand.open(app + "/events")
