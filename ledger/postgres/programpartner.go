@@ -62,9 +62,11 @@ func partnerFilter(q ledger.ProgramPartnerQuery) (string, []any) {
 }
 
 // partnerCounts are the columns of one listed partner: its counts and money
-// in the program, each a subquery limited to the page's partner and read
-// through the per-partner indexes (clicks_program_partner_idx,
-// leads_partner_id_idx, sales_partner_id_idx, commissions_partner_id_idx,
+// in the program, each a subquery limited to the page's partner. Clicks
+// and settled leads come from the daily rollups (issue 25, which count
+// each real event once; rollup_traffic_daily_partner_idx), since counting
+// a partner's raw clicks takes seconds on millions of them; the money
+// through the per-partner indexes (sales_partner_id_idx, commissions_partner_id_idx,
 // balance_entries_program_idx). The balance is the partner's approved
 // balance in this program and its currency, the sum of the entries that
 // name the program (credits, refund deductions, payouts and their
@@ -75,11 +77,10 @@ func partnerFilter(q ledger.ProgramPartnerQuery) (string, []any) {
 // as text, so they are read exactly: minor units never pass through a
 // float.
 const partnerCounts = `
-	(SELECT count(*) FROM clicks c
-		WHERE c.program_id = $1 AND c.partner_id = pg.partner_id AND NOT c.is_test) AS clicks,
-	(SELECT count(*) FROM leads l
-		WHERE l.partner_id = pg.partner_id AND l.program_id = $1 AND NOT l.is_test
-			AND l.settled_at IS NOT NULL) AS leads,
+	(SELECT COALESCE(sum(r.clicks), 0) FROM rollup_traffic_daily r
+		WHERE r.program_id = $1 AND r.partner_id = pg.partner_id) AS clicks,
+	(SELECT COALESCE(sum(r.leads), 0) FROM rollup_traffic_daily r
+		WHERE r.program_id = $1 AND r.partner_id = pg.partner_id) AS leads,
 	(SELECT COALESCE(jsonb_agg(jsonb_build_array(x.currency, x.n::text, x.total::text)), '[]')
 		FROM (SELECT s.currency, count(*) AS n, sum(s.amount_cents - s.refunded_cents) AS total
 			FROM sales s WHERE s.partner_id = pg.partner_id AND s.program_id = $1 AND NOT s.is_test
