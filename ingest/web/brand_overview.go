@@ -6,6 +6,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/shopspring/decimal"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/partnertrack/partnertrack/ingest/apiclient"
 )
@@ -27,20 +28,30 @@ func (p *Pages) brandOverview(c *fiber.Ctx) error {
 		}
 		return q
 	}
-	days, err := p.api.TrackingPerformanceWithResponse(ctx, nav.ID, params(""), auth)
-	if err = apiCheck(days, err); err != nil {
-		return err
-	}
-	partners, err := p.api.TrackingPerformanceWithResponse(ctx, nav.ID, params(apiclient.TrackingPerformanceParamsGroupByPartner), auth)
-	if err = apiCheck(partners, err); err != nil {
-		return err
-	}
-	links, err := p.api.TrackingPerformanceWithResponse(ctx, nav.ID, params(apiclient.TrackingPerformanceParamsGroupByLink), auth)
-	if err = apiCheck(links, err); err != nil {
-		return err
-	}
-	ready, err := p.api.GetProgramReadinessWithResponse(ctx, nav.ID, auth)
-	if err = apiCheck(ready, err); err != nil {
+	// The four reads are independent: made at once, the page waits for
+	// the slowest rather than for their sum.
+	var (
+		days, partners, links *apiclient.TrackingPerformanceResponse
+		ready                 *apiclient.GetProgramReadinessResponse
+		g                     errgroup.Group
+	)
+	g.Go(func() (err error) {
+		days, err = p.api.TrackingPerformanceWithResponse(ctx, nav.ID, params(""), auth)
+		return apiCheck(days, err)
+	})
+	g.Go(func() (err error) {
+		partners, err = p.api.TrackingPerformanceWithResponse(ctx, nav.ID, params(apiclient.TrackingPerformanceParamsGroupByPartner), auth)
+		return apiCheck(partners, err)
+	})
+	g.Go(func() (err error) {
+		links, err = p.api.TrackingPerformanceWithResponse(ctx, nav.ID, params(apiclient.TrackingPerformanceParamsGroupByLink), auth)
+		return apiCheck(links, err)
+	})
+	g.Go(func() (err error) {
+		ready, err = p.api.GetProgramReadinessWithResponse(ctx, nav.ID, auth)
+		return apiCheck(ready, err)
+	})
+	if err := g.Wait(); err != nil {
 		return err
 	}
 	perf := days.JSON200

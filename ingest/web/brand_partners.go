@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/gofiber/fiber/v2"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/partnertrack/partnertrack/ingest/apiclient"
 )
@@ -22,22 +23,33 @@ func (p *Pages) showBrandPartners(c *fiber.Ctx, status int, f *form) error {
 	}
 	ctx, auth := p.as(c)
 	page := pageOf(c)
-	partners, err := p.api.ListProgramPartnersWithResponse(ctx, nav.ID, &apiclient.ListProgramPartnersParams{Page: &page}, auth)
-	if err = apiCheck(partners, err); err != nil {
-		return err
-	}
-	groups, err := p.api.ListPartnerGroupsWithResponse(ctx, nav.ID, auth)
-	if err = apiCheck(groups, err); err != nil {
-		return err
-	}
-	invites, err := p.api.ListInvitesWithResponse(ctx, nav.ID, &apiclient.ListInvitesParams{
-		Status: apiclient.Ptr(apiclient.ListInvitesParamsStatusPending), PageSize: apiclient.Ptr(100)}, auth)
-	if err = apiCheck(invites, err); err != nil {
-		return err
-	}
-	apps, err := p.api.ListApplicationsWithResponse(ctx, nav.ID, &apiclient.ListApplicationsParams{
-		Status: apiclient.Ptr(apiclient.ListApplicationsParamsStatusPending), PageSize: apiclient.Ptr(100)}, auth)
-	if err = apiCheck(apps, err); err != nil {
+	// The four lists are independent: read at once.
+	var (
+		partners *apiclient.ListProgramPartnersResponse
+		groups   *apiclient.ListPartnerGroupsResponse
+		invites  *apiclient.ListInvitesResponse
+		apps     *apiclient.ListApplicationsResponse
+		g        errgroup.Group
+	)
+	g.Go(func() (err error) {
+		partners, err = p.api.ListProgramPartnersWithResponse(ctx, nav.ID, &apiclient.ListProgramPartnersParams{Page: &page}, auth)
+		return apiCheck(partners, err)
+	})
+	g.Go(func() (err error) {
+		groups, err = p.api.ListPartnerGroupsWithResponse(ctx, nav.ID, auth)
+		return apiCheck(groups, err)
+	})
+	g.Go(func() (err error) {
+		invites, err = p.api.ListInvitesWithResponse(ctx, nav.ID, &apiclient.ListInvitesParams{
+			Status: apiclient.Ptr(apiclient.ListInvitesParamsStatusPending), PageSize: apiclient.Ptr(100)}, auth)
+		return apiCheck(invites, err)
+	})
+	g.Go(func() (err error) {
+		apps, err = p.api.ListApplicationsWithResponse(ctx, nav.ID, &apiclient.ListApplicationsParams{
+			Status: apiclient.Ptr(apiclient.ListApplicationsParamsStatusPending), PageSize: apiclient.Ptr(100)}, auth)
+		return apiCheck(apps, err)
+	})
+	if err := g.Wait(); err != nil {
 		return err
 	}
 	pg := partners.JSON200.Meta.Pagination

@@ -9,6 +9,7 @@ import (
 	"html/template"
 	"io/fs"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v2"
 )
@@ -127,12 +128,29 @@ func (p *Pages) pageErrors(c *fiber.Ctx) error {
 			c.GetRespHeader(fiber.HeaderXRequestID))
 }
 
+// maxFlash bounds a confirmation in bytes, so that its cookie stays small.
+const maxFlash = 200
+
+// cutText shortens s to at most n bytes on a character boundary, marking
+// the cut with an ellipsis.
+func cutText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n - len("…")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
 // flashCookie carries a one-line confirmation across a form's redirect.
 const flashCookie = "pt_flash"
 
 // flash sets the confirmation the next page shows, and redirects there
 // (POST, redirect, GET: a reload does not send the form again).
 func (p *Pages) flash(c *fiber.Ctx, msg, target string) error {
+	msg = cutText(msg, maxFlash)
 	p.setCookie(c, flashCookie, base64.RawURLEncoding.EncodeToString([]byte(msg)), "/", 60e9)
 	return c.Redirect(target, fiber.StatusSeeOther)
 }
@@ -144,7 +162,7 @@ func (p *Pages) takeFlash(c *fiber.Ctx) string {
 	}
 	p.clearCookie(c, flashCookie, "/")
 	b, err := base64.RawURLEncoding.DecodeString(v)
-	if err != nil || len(b) > 200 {
+	if err != nil || len(b) > maxFlash {
 		return ""
 	}
 	return string(b)

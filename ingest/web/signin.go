@@ -118,12 +118,23 @@ func (p *Pages) finishSignIn(c *fiber.Ctx) error {
 	// already used up by the brand sign-in, so it is not checked again.
 	partnerID := *id
 	partnerID.TokenHash = nil
-	psess, err := p.cfg.PartnerSignIn.SignInPartner(c.UserContext(), partnerID)
-	if err != nil {
-		p.cfg.SignIn.RevokeSession(c.UserContext(), sess.Token)
-		return p.refusedSignIn(c, err)
-	}
 	p.setCookie(c, brandCookie, sess.Token, "/", sessionTTL)
+	psess, err := p.cfg.PartnerSignIn.SignInPartner(c.UserContext(), partnerID)
+	var refused *ledger.Error
+	switch {
+	case errors.As(err, &refused) && (refused.Code == ledger.EForbidden || refused.Code == ledger.EUnauthorized):
+		// The partner side refuses this identity (its email's partner is
+		// bound to another one): the brand side still opens, and says why
+		// the partner pages will not.
+		p.clearCookie(c, partnerCookie, "/")
+		p.setCookie(c, flashCookie, base64.RawURLEncoding.EncodeToString([]byte(cutText(
+			"Signed in to the brand dashboard only; the partner dashboard refused this sign-in: "+refused.Message, maxFlash))), "/", 60e9)
+		return c.Redirect(brandArea.home, fiber.StatusSeeOther)
+	case err != nil:
+		p.cfg.SignIn.RevokeSession(c.UserContext(), sess.Token)
+		p.clearCookie(c, brandCookie, "/")
+		return err
+	}
 	p.setCookie(c, partnerCookie, psess.Token, "/", sessionTTL)
 	next, _ := base64.RawURLEncoding.DecodeString(parts[3])
 	if target := safeNext(string(next)); target != "" {

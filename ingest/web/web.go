@@ -25,7 +25,6 @@ type Provider interface {
 // Config is what the pages need from the edge.
 type Config struct {
 	PublicBaseURL string // the dashboard's own origin: the OIDC redirect and the tracker snippet
-	BrandPrefix   string // the tracker's script name (/js/<prefix>-tracker.js)
 	// Provider, ClientID and ClientSecret are the sign-in provider and our
 	// client at it (ClientSecret empty: a public client, PKCE only). A nil
 	// Provider leaves sign-in off: the sign-in page says so.

@@ -314,7 +314,6 @@ func (b *Backends) Edge(ctx context.Context) (*ingest.Server, error) {
 	provider, _ := b.IdentityVerifier().(web.Provider)
 	web.Mount(srv.App(), web.Config{
 		PublicBaseURL: b.Config.PublicBaseURL,
-		BrandPrefix:   b.Config.BrandPrefix,
 		Provider:      provider,
 		ClientID:      b.Config.OIDCClientID,
 		ClientSecret:  b.Config.OIDCClientSecret,

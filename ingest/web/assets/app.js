@@ -1,22 +1,24 @@
 // partnertrack dashboard: small progressive enhancements. Every page works
 // without this script; it adds copy buttons and formats money and counts in
-// the reader's locale,.
+// the reader's locale.
 (function () {
   "use strict";
   var lang = navigator.language || "en";
 
   // Money: <span data-amount="1234.5" data-currency="USD">
   document.querySelectorAll("[data-amount][data-currency]").forEach(function (el) {
-    var n = Number(el.getAttribute("data-amount"));
-    if (!isFinite(n)) return;
+    // The exact decimal text goes to Intl as a string, which formats it
+    // without passing through a float (ECMA-402 NumberFormat v3).
+    var v = el.getAttribute("data-amount");
+    if (!/^-?\d+(\.\d+)?$/.test(v)) return;
     try {
-      el.textContent = new Intl.NumberFormat(lang, { style: "currency", currency: el.getAttribute("data-currency") }).format(n);
+      el.textContent = new Intl.NumberFormat(lang, { style: "currency", currency: el.getAttribute("data-currency") }).format(v);
     } catch (e) { /* an unknown currency keeps the server's text */ }
   });
   // Counts: <span data-count="12345">
   document.querySelectorAll("[data-count]").forEach(function (el) {
-    var n = Number(el.getAttribute("data-count"));
-    if (isFinite(n)) el.textContent = new Intl.NumberFormat(lang).format(n);
+    var v = el.getAttribute("data-count");
+    if (/^-?\d+$/.test(v)) el.textContent = new Intl.NumberFormat(lang).format(v);
   });
 
   // Copy buttons: <button data-copy="#id"> copies the text or value of #id.
