@@ -131,7 +131,6 @@ func TestCreateMyProgram(t *testing.T) {
 			message string
 		}{
 			{"ErrTwoWorkspacesNoneNamed", twoWorkspaces, body(nil), 400, ledger.MsgWorkspaceRequired},
-			{"ErrMemberOnly", member, body(nil), 400, ledger.MsgWorkspaceRequired},
 			{"ErrMemberNamesTheWorkspace", member, body(map[string]any{"workspace_id": w.workspaceID}), 403, ledger.MsgProgramCreate},
 			{"ErrAnotherTenantsWorkspace", admin, body(map[string]any{"workspace_id": other.workspaceID}), 404, ledger.MsgWorkspaceNotFound},
 			{"ErrNoSuchWorkspace", admin, body(map[string]any{"workspace_id": 99999999}), 404, ledger.MsgWorkspaceNotFound},
@@ -159,6 +158,14 @@ func TestCreateMyProgram(t *testing.T) {
 					t.Fatalf("a refused request stored %d programs", after-before)
 				}
 			})
+		}
+	})
+	t.Run("MemberOnlyGetsAWorkspaceOfItsOwn", func(t *testing.T) {
+		// A member of another brand's workspace starts a brand of its own.
+		r := do(t, b.app, req{"POST", "/api/v1/programs", body(map[string]any{"domain": "member.acme.example"}), bearer(member)})
+		d := mustOK(t, r, 201)
+		if d["role"] != "owner" || d["workspace_name"] != "member.acme.example" || id(d["workspace_id"]) == w.workspaceID {
+			t.Fatalf("member's first program: %v", d)
 		}
 	})
 	t.Run("ErrRateLimited", func(t *testing.T) {

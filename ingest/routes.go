@@ -13,6 +13,9 @@ import (
 // limit and authentication before its handler.
 func (s *Server) routes() {
 	app := s.app
+	if len(s.allowedHosts) > 0 {
+		app.Use(withAllowedHosts(s.allowedHosts))
+	}
 	app.Use(withNoSniff, withRequestID, s.withMetrics, s.withRecover, s.withAccessLog, s.withDeadline, s.withBodyLimit(maxBodyBytes))
 	// A query string or path that is not text is refused in the route's
 	// envelope, once its error style is set (params.go).

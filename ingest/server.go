@@ -128,6 +128,7 @@ type Server struct {
 	queuesHandler  http.Handler
 	opsCSP         string           // Content-Security-Policy of the asynq dashboard
 	limitedRoutes  []limitedPattern // routes whose rate limiter refuses oversized bodies (limitedRoute)
+	allowedHosts   []string         // Options.AllowedHosts
 	keys           keyMemory        // program keys looked up lately, for refusals
 }
 
@@ -150,6 +151,10 @@ type Options struct {
 	// Queues, when set, is the asynq dashboard, served at /ops/queues
 	// behind the operator token.
 	Queues http.Handler
+	// AllowedHosts, when set, are the only host names (lower case, no
+	// port) the edge answers for; any other Host is refused with 421.
+	// The development sign-in sets them (withAllowedHosts says why).
+	AllowedHosts []string
 }
 
 // Limits of the HTTP server itself.
@@ -181,7 +186,7 @@ func New(cfg Config, svc Services, opts Options) *Server {
 	s := &Server{cfg: cfg, svc: svc, limiter: opts.Limiter, checks: opts.Checks, logger: opts.Logger, now: opts.Now,
 		programChanged: opts.ProgramChanged,
 		devices:        enrich.NewDevices(userAgentCacheSize), geo: opts.GeoDB, tracker: renderTracker(cfg.BrandPrefix),
-		requests: opts.Requests, metricsHandler: opts.Metrics, queuesHandler: opts.Queues}
+		requests: opts.Requests, metricsHandler: opts.Metrics, queuesHandler: opts.Queues, allowedHosts: opts.AllowedHosts}
 	if s.queuesHandler != nil {
 		s.opsCSP = queuesCSP(s.queuesHandler)
 	}

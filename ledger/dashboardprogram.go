@@ -43,9 +43,10 @@ type WorkspaceChoice struct {
 // creates from the dashboard, from all of the user's memberships. A
 // workspace_id the user does not belong to is ENotFound (another tenant's
 // workspace is not revealed), one where the user is a member only is
-// EForbidden. Without workspace_id: a user with no workspace gets a new
-// one, a user who owns or administers exactly one uses it, anyone else
-// must say which (EInvalid, MsgWorkspaceRequired).
+// EForbidden. Without workspace_id: a user who manages no workspace (none
+// at all, or a member only of other brands' workspaces) gets a new one of
+// their own, a user who owns or administers exactly one uses it, and one
+// who manages several must say which (EInvalid, MsgWorkspaceRequired).
 func ChooseProgramWorkspace(memberships []Membership, requested Input[int64]) (WorkspaceChoice, error) {
 	if requested.Present {
 		if requested.Bad || requested.Value <= 0 {
@@ -62,16 +63,16 @@ func ChooseProgramWorkspace(memberships []Membership, requested Input[int64]) (W
 		}
 		return WorkspaceChoice{}, NewError(ENotFound, MsgWorkspaceNotFound)
 	}
-	if len(memberships) == 0 {
-		return WorkspaceChoice{Create: true}, nil
-	}
 	var managed []int64
 	for _, m := range memberships {
 		if m.Role.managesPrograms() {
 			managed = append(managed, m.WorkspaceID)
 		}
 	}
-	if len(managed) == 1 {
+	switch len(managed) {
+	case 0:
+		return WorkspaceChoice{Create: true}, nil
+	case 1:
 		return WorkspaceChoice{WorkspaceID: managed[0]}, nil
 	}
 	return WorkspaceChoice{}, NewError(EInvalid, MsgWorkspaceRequired)

@@ -22,7 +22,7 @@ func TestChooseProgramWorkspace(t *testing.T) {
 		{"OKRequestedOwned", []Membership{owner(4), owner(5)}, Some[int64](5), WorkspaceChoice{WorkspaceID: 5}, "", ""},
 		{"OKRequestedAdministered", []Membership{owner(4), admin(5)}, Some[int64](5), WorkspaceChoice{WorkspaceID: 5}, "", ""},
 		{"ErrTwoManagedNeedAChoice", []Membership{owner(4), admin(5)}, Input[int64]{}, WorkspaceChoice{}, EInvalid, MsgWorkspaceRequired},
-		{"ErrMemberOnlyNeedsAChoice", []Membership{member(4)}, Input[int64]{}, WorkspaceChoice{}, EInvalid, MsgWorkspaceRequired},
+		{"OKMemberOnlyGetsItsOwn", []Membership{member(4)}, Input[int64]{}, WorkspaceChoice{Create: true}, "", ""},
 		{"ErrRequestedAsMember", []Membership{owner(4), member(5)}, Some[int64](5), WorkspaceChoice{}, EForbidden, MsgProgramCreate},
 		{"ErrRequestedElsewhere", []Membership{owner(4)}, Some[int64](99), WorkspaceChoice{}, ENotFound, MsgWorkspaceNotFound},
 		{"ErrRequestedWithoutAnyWorkspace", nil, Some[int64](4), WorkspaceChoice{}, ENotFound, MsgWorkspaceNotFound},

@@ -9199,10 +9199,11 @@ type ClientInterface interface {
 	// messages, and an optional `workspace_id`. With `workspace_id`, the
 	// user must own or administer that workspace (a member is refused
 	// with 403; a workspace the user does not belong to is 404). Without
-	// it: a user who belongs to no workspace gets a new one, named after
-	// the program's domain and owned by the user, in the same
-	// transaction as the program; a user who owns or administers exactly
-	// one workspace uses it; anyone else must name one (400
+	// it: a user who owns or administers no workspace (none at all, or
+	// only a member of others) gets a new one, named after the
+	// program's domain and owned by the user, in the same transaction
+	// as the program; a user who owns or administers exactly one
+	// workspace uses it; one who manages several must name one (400
 	// `workspace_id is required`). Like the operator's creation, no key
 	// is shown: an owner generates one with `POST
 	// /api/v1/programs/{id}/api-key`. 30 requests a minute per dashboard
@@ -9219,10 +9220,11 @@ type ClientInterface interface {
 	// messages, and an optional `workspace_id`. With `workspace_id`, the
 	// user must own or administer that workspace (a member is refused
 	// with 403; a workspace the user does not belong to is 404). Without
-	// it: a user who belongs to no workspace gets a new one, named after
-	// the program's domain and owned by the user, in the same
-	// transaction as the program; a user who owns or administers exactly
-	// one workspace uses it; anyone else must name one (400
+	// it: a user who owns or administers no workspace (none at all, or
+	// only a member of others) gets a new one, named after the
+	// program's domain and owned by the user, in the same transaction
+	// as the program; a user who owns or administers exactly one
+	// workspace uses it; one who manages several must name one (400
 	// `workspace_id is required`). Like the operator's creation, no key
 	// is shown: an owner generates one with `POST
 	// /api/v1/programs/{id}/api-key`. 30 requests a minute per dashboard
@@ -12220,10 +12222,11 @@ func (c *Client) ListMyPrograms(ctx context.Context, reqEditors ...RequestEditor
 // messages, and an optional `workspace_id`. With `workspace_id`, the
 // user must own or administer that workspace (a member is refused
 // with 403; a workspace the user does not belong to is 404). Without
-// it: a user who belongs to no workspace gets a new one, named after
-// the program's domain and owned by the user, in the same
-// transaction as the program; a user who owns or administers exactly
-// one workspace uses it; anyone else must name one (400
+// it: a user who owns or administers no workspace (none at all, or
+// only a member of others) gets a new one, named after the
+// program's domain and owned by the user, in the same transaction
+// as the program; a user who owns or administers exactly one
+// workspace uses it; one who manages several must name one (400
 // `workspace_id is required`). Like the operator's creation, no key
 // is shown: an owner generates one with `POST
 // /api/v1/programs/{id}/api-key`. 30 requests a minute per dashboard
@@ -12250,10 +12253,11 @@ func (c *Client) CreateMyProgramWithBody(ctx context.Context, contentType string
 // messages, and an optional `workspace_id`. With `workspace_id`, the
 // user must own or administer that workspace (a member is refused
 // with 403; a workspace the user does not belong to is 404). Without
-// it: a user who belongs to no workspace gets a new one, named after
-// the program's domain and owned by the user, in the same
-// transaction as the program; a user who owns or administers exactly
-// one workspace uses it; anyone else must name one (400
+// it: a user who owns or administers no workspace (none at all, or
+// only a member of others) gets a new one, named after the
+// program's domain and owned by the user, in the same transaction
+// as the program; a user who owns or administers exactly one
+// workspace uses it; one who manages several must name one (400
 // `workspace_id is required`). Like the operator's creation, no key
 // is shown: an owner generates one with `POST
 // /api/v1/programs/{id}/api-key`. 30 requests a minute per dashboard
@@ -21429,10 +21433,11 @@ type ClientWithResponsesInterface interface {
 	// messages, and an optional `workspace_id`. With `workspace_id`, the
 	// user must own or administer that workspace (a member is refused
 	// with 403; a workspace the user does not belong to is 404). Without
-	// it: a user who belongs to no workspace gets a new one, named after
-	// the program's domain and owned by the user, in the same
-	// transaction as the program; a user who owns or administers exactly
-	// one workspace uses it; anyone else must name one (400
+	// it: a user who owns or administers no workspace (none at all, or
+	// only a member of others) gets a new one, named after the
+	// program's domain and owned by the user, in the same transaction
+	// as the program; a user who owns or administers exactly one
+	// workspace uses it; one who manages several must name one (400
 	// `workspace_id is required`). Like the operator's creation, no key
 	// is shown: an owner generates one with `POST
 	// /api/v1/programs/{id}/api-key`. 30 requests a minute per dashboard
@@ -21449,10 +21454,11 @@ type ClientWithResponsesInterface interface {
 	// messages, and an optional `workspace_id`. With `workspace_id`, the
 	// user must own or administer that workspace (a member is refused
 	// with 403; a workspace the user does not belong to is 404). Without
-	// it: a user who belongs to no workspace gets a new one, named after
-	// the program's domain and owned by the user, in the same
-	// transaction as the program; a user who owns or administers exactly
-	// one workspace uses it; anyone else must name one (400
+	// it: a user who owns or administers no workspace (none at all, or
+	// only a member of others) gets a new one, named after the
+	// program's domain and owned by the user, in the same transaction
+	// as the program; a user who owns or administers exactly one
+	// workspace uses it; one who manages several must name one (400
 	// `workspace_id is required`). Like the operator's creation, no key
 	// is shown: an owner generates one with `POST
 	// /api/v1/programs/{id}/api-key`. 30 requests a minute per dashboard
@@ -41041,10 +41047,11 @@ func (c *ClientWithResponses) ListMyProgramsWithResponse(ctx context.Context, re
 // messages, and an optional `workspace_id`. With `workspace_id`, the
 // user must own or administer that workspace (a member is refused
 // with 403; a workspace the user does not belong to is 404). Without
-// it: a user who belongs to no workspace gets a new one, named after
-// the program's domain and owned by the user, in the same
-// transaction as the program; a user who owns or administers exactly
-// one workspace uses it; anyone else must name one (400
+// it: a user who owns or administers no workspace (none at all, or
+// only a member of others) gets a new one, named after the
+// program's domain and owned by the user, in the same transaction
+// as the program; a user who owns or administers exactly one
+// workspace uses it; one who manages several must name one (400
 // `workspace_id is required`). Like the operator's creation, no key
 // is shown: an owner generates one with `POST
 // /api/v1/programs/{id}/api-key`. 30 requests a minute per dashboard
@@ -41067,10 +41074,11 @@ func (c *ClientWithResponses) CreateMyProgramWithBodyWithResponse(ctx context.Co
 // messages, and an optional `workspace_id`. With `workspace_id`, the
 // user must own or administer that workspace (a member is refused
 // with 403; a workspace the user does not belong to is 404). Without
-// it: a user who belongs to no workspace gets a new one, named after
-// the program's domain and owned by the user, in the same
-// transaction as the program; a user who owns or administers exactly
-// one workspace uses it; anyone else must name one (400
+// it: a user who owns or administers no workspace (none at all, or
+// only a member of others) gets a new one, named after the
+// program's domain and owned by the user, in the same transaction
+// as the program; a user who owns or administers exactly one
+// workspace uses it; one who manages several must name one (400
 // `workspace_id is required`). Like the operator's creation, no key
 // is shown: an owner generates one with `POST
 // /api/v1/programs/{id}/api-key`. 30 requests a minute per dashboard

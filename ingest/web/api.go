@@ -22,10 +22,12 @@ type inProcess struct {
 }
 
 // peerKey carries the browser's address and forwarding header, so that the
-// API sees the person's client IP (and rate-limits per person), not ours.
+// API sees the person's client IP (and rate-limits per person), not ours,
+// and the Host it asked for (which the edge may check).
 type peerKey struct{}
 
 type peer struct {
+	host         string
 	addr         net.Addr
 	forwardedFor string
 	requestID    string
@@ -40,7 +42,11 @@ func (d inProcess) Do(r *http.Request) (*http.Response, error) {
 	var req fasthttp.Request
 	req.Header.SetMethod(r.Method)
 	req.SetRequestURI(r.URL.RequestURI())
-	req.Header.SetHost("dashboard.internal")
+	p, _ := r.Context().Value(peerKey{}).(peer)
+	req.Header.SetHost(p.host)
+	if p.host == "" {
+		req.Header.SetHost("localhost")
+	}
 	for name, values := range r.Header {
 		for _, v := range values {
 			req.Header.Add(name, v)
@@ -53,7 +59,6 @@ func (d inProcess) Do(r *http.Request) (*http.Response, error) {
 		}
 		req.SetBody(body)
 	}
-	p, _ := r.Context().Value(peerKey{}).(peer)
 	if p.forwardedFor != "" {
 		req.Header.Set("X-Forwarded-For", p.forwardedFor)
 	}

@@ -10,8 +10,7 @@ import (
 func (p *Pages) brandRoutes(r fiber.Router) {
 	r.Get("/", p.brandPrograms)
 	r.Post("/programs", p.brandCreateProgram)
-	// ==== brand pages ====
-	// -- commissions, payouts, events and settings (helper B2) --
+	// Commissions, payouts, events and settings.
 	r.Get("/programs/:id/commissions", p.brandCommissions)
 	r.Get("/programs/:id/commissions/csv", p.brandCommissionsCSV)
 	r.Post("/programs/:id/commissions/:cid/approve", p.brandApproveCommission)
@@ -30,8 +29,7 @@ func (p *Pages) brandRoutes(r fiber.Router) {
 	r.Post("/programs/:id/settings/webhooks/:webhookId/delete", p.brandDeleteWebhook)
 	r.Get("/programs/:id/settings/webhooks/:webhookId", p.brandWebhookLog)
 	r.Post("/programs/:id/settings/webhooks/:webhookId/test", p.brandTestWebhook)
-	// -- end of helper B2's pages --
-	// ---- overview, partners and links (helper B1) ----
+	// Overview, partners and links.
 	r.Get("/programs/:id", p.brandOverview)
 	r.Get("/programs/:id/", p.brandOverview)
 	r.Get("/programs/:id/partners", p.brandPartners)
@@ -47,7 +45,6 @@ func (p *Pages) brandRoutes(r fiber.Router) {
 	r.Get("/programs/:id/links", p.brandLinks)
 	r.Post("/programs/:id/links", p.brandCreateLink)
 	r.Post("/programs/:id/links/:linkId/status", p.brandLinkStatus)
-	// ---- end of overview, partners and links ----
 }
 
 // brandProgram reads the program a brand page is about, for its title and

@@ -34,11 +34,36 @@ func (p *Pages) showBrandPrograms(c *fiber.Ctx, status int, f *form) error {
 	}
 	return p.render(c, status, "brand_programs", view{Title: "Programs", Form: f, Data: map[string]any{
 		"Programs": progs, "CommissionTypes": commissionTypes, "Currencies": currencies,
+		"Workspaces": managedWorkspaces(progs),
 	}})
 }
 
+// workspace is one the person may create programs in.
+type workspace struct {
+	ID   int64
+	Name string
+}
+
+// managedWorkspaces are the workspaces the person owns or administers, as
+// their programs show them, when there are several: the API then needs
+// to be told which one a new program goes in (with one or none, it picks).
+func managedWorkspaces(progs []apiclient.DashMyProgram) []workspace {
+	var out []workspace
+	seen := map[int64]bool{}
+	for _, p := range progs {
+		if (p.Role == "owner" || p.Role == "admin") && !seen[p.WorkspaceId] {
+			seen[p.WorkspaceId] = true
+			out = append(out, workspace{ID: p.WorkspaceId, Name: p.WorkspaceName})
+		}
+	}
+	if len(out) < 2 {
+		return nil
+	}
+	return out
+}
+
 // programFields are the fields of the new-program form, in its order.
-var programFields = []string{"name", "domain", "commission_type", "commission_rate", "currency", "hold_days", "cookie_duration", "duration_months"}
+var programFields = []string{"workspace_id", "name", "domain", "commission_type", "commission_rate", "currency", "hold_days", "cookie_duration", "duration_months"}
 
 // brandCreateProgram is POST /app/programs: a new program in the person's
 // workspace (a new workspace when they have none), then its overview.
@@ -46,9 +71,9 @@ func (p *Pages) brandCreateProgram(c *fiber.Ctx) error {
 	f := readForm(c, "program", programFields...)
 	ctx, auth := p.as(c)
 	resp, err := p.api.CreateMyProgramWithBodyWithResponse(ctx, "application/json",
-		f.json("commission_rate", "hold_days", "cookie_duration", "duration_months"), auth)
+		f.json("workspace_id", "commission_rate", "hold_days", "cookie_duration", "duration_months"), auth)
 	if err = apiCheck(resp, err); err != nil {
-		if status, shown := f.refuse(err); shown {
+		if status, shown := refuseField(f, err); shown {
 			return p.showBrandPrograms(c, status, f)
 		}
 		return err

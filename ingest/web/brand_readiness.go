@@ -78,7 +78,11 @@ var readinessStates = map[string]string{
 	"live_verified":        "Live: a real sale has reached a partner.",
 }
 
-func newReadinessView(r *apiclient.ProgramMeReadiness) *readinessView {
+func newReadinessView(resp *apiclient.GetProgramReadinessResponse) *readinessView {
+	if resp == nil || resp.JSON200 == nil {
+		return nil
+	}
+	r := resp.JSON200
 	state, ok := readinessStates[string(r.State)]
 	if !ok {
 		state = string(r.State)

@@ -144,10 +144,13 @@ func (p *Pages) brandUpdateSettings(c *fiber.Ctx) error {
 // live or test key is replaced, and the new one is shown on this answer
 // only, never stored in the page's session or shown again.
 func (p *Pages) brandRegenerateKey(c *fiber.Ctx) error {
-	id, err := pathID(c, "id")
+	// The program is read before the key changes: a failure after it
+	// would lose the only showing of the new key.
+	prog, nav, err := p.brandProgram(c, "settings")
 	if err != nil {
 		return err
 	}
+	id := nav.ID
 	f := readForm(c, "key", "mode")
 	mode := apiclient.DashKeyRequestMode(f.Value("mode"))
 	ctx, auth := p.as(c)
@@ -159,10 +162,6 @@ func (p *Pages) brandRegenerateKey(c *fiber.Ctx) error {
 		return err
 	}
 	k := resp.JSON200.Data
-	prog, nav, err := p.brandProgram(c, "settings")
-	if err != nil {
-		return err
-	}
 	return p.render(c, fiber.StatusOK, "brand_key", view{Title: "New " + string(k.Mode) + " key · " + prog.Name, Program: nav, Data: map[string]any{
 		"Heading": "Your new " + string(k.Mode) + " API key",
 		"Label":   string(k.Mode) + " API key of " + prog.Name,

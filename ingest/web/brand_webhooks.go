@@ -36,10 +36,12 @@ func webhookEventChoices(f *form) []eventChoice {
 // brandCreateWebhook is POST …/settings/webhooks: a new endpoint; the
 // answer shows its signing secret, the only time the API gives it.
 func (p *Pages) brandCreateWebhook(c *fiber.Ctx) error {
-	id, err := pathID(c, "id")
+	// Read before the change: a failure after it would lose the secret.
+	prog, nav, err := p.brandProgram(c, "settings")
 	if err != nil {
 		return err
 	}
+	id := nav.ID
 	f := readForm(c, "webhook", "url", "events")
 	events := []apiclient.DashWebhookEvent{}
 	var names []string
@@ -57,10 +59,6 @@ func (p *Pages) brandCreateWebhook(c *fiber.Ctx) error {
 		return err
 	}
 	w := resp.JSON201.Data
-	prog, nav, err := p.brandProgram(c, "settings")
-	if err != nil {
-		return err
-	}
 	return p.render(c, fiber.StatusOK, "brand_key", view{Title: "Webhook created · " + prog.Name, Program: nav, Data: map[string]any{
 		"Heading": "Webhook " + strconv.FormatInt(w.Id, 10) + " created",
 		"Intro":   "Events now go to " + w.Url + ", signed with this secret (Standard Webhooks: the webhook-signature header).",

@@ -18,6 +18,7 @@ func (p *Pages) as(c *fiber.Ctx) (context.Context, apiclient.RequestEditorFn) {
 
 func (p *Pages) asToken(c *fiber.Ctx, token string) (context.Context, apiclient.RequestEditorFn) {
 	ctx := withPeer(c.UserContext(), peer{
+		host:         string(c.Request().Host()),
 		addr:         c.Context().RemoteAddr(),
 		forwardedFor: c.Get(fiber.HeaderXForwardedFor),
 		requestID:    c.GetRespHeader(fiber.HeaderXRequestID),

@@ -30,14 +30,13 @@ var funcs = template.FuncMap{
 	"fieldOf": func(f *form, name, label, typ string) field {
 		return field{Form: f, Name: name, Label: label, Type: typ}
 	},
-	// brand commissions, payouts, events and settings (helper B2)
+	// Listings and forms of several values.
 	"minorAmount": minorAmount,
 	"dict":        dict,
 	"list":        func(v ...any) []any { return v },
 	// partner money pages: whether an exact amount is above zero (a
 	// payout's clawback is shown only then).
 	"positive": positive,
-	// ---- brand overview, partners and links pages ----
 	// formFor is the page's submitted form when it is the named one, else
 	// nil (whose Value and Err are empty): a page with many forms fills
 	// and marks only the one that was sent.

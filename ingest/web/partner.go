@@ -13,7 +13,7 @@ func (p *Pages) partnerRoutes(r fiber.Router) {
 	r.Post("/invites/:inviteId/decline", p.partnerDeclineInvite)
 	r.Get("/programs/:id", p.partnerProgram)
 	r.Post("/programs/:id/links", p.partnerCreateLink)
-	// ==== partner pages (helper) ====
+	// Commissions, payouts and the payout method, notifications.
 	// Commissions, payouts with the payout method, notifications.
 	r.Get("/commissions", p.partnerCommissions)
 	r.Get("/payouts", p.partnerPayouts)

@@ -32,7 +32,7 @@ func (p *Pages) loginPage(c *fiber.Ctx) error {
 		start += "?next=" + url.QueryEscape(next)
 	}
 	return p.render(c, fiber.StatusOK, "login", view{Title: "Sign in", Data: map[string]any{
-		"Start": start, "Configured": p.cfg.Provider != nil, "Problem": c.Query("problem"),
+		"Start": start, "Configured": p.cfg.Provider != nil,
 	}})
 }
 

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -281,12 +282,13 @@ func (b *Backends) Edge(ctx context.Context) (*ingest.Server, error) {
 		MemberPrograms:    programs,
 		WebhookDeliveries: webhookDeliveries,
 	}, ingest.Options{
-		Limiter:  ratelimit.New(store, nil),
-		Logger:   b.Logger,
-		GeoDB:    geo,
-		Requests: requests,
-		Metrics:  metrics.Handler(reg),
-		Queues:   b.queuesDashboard(),
+		AllowedHosts: b.devSignInHosts(),
+		Limiter:      ratelimit.New(store, nil),
+		Logger:       b.Logger,
+		GeoDB:        geo,
+		Requests:     requests,
+		Metrics:      metrics.Handler(reg),
+		Queues:       b.queuesDashboard(),
 		// A settings change drops the program's cached facts on every
 		// edge instance before the next tracking call.
 		ProgramChanged: func(ctx context.Context, programID int64) {
@@ -323,6 +325,21 @@ func (b *Backends) Edge(ctx context.Context) (*ingest.Server, error) {
 		Logger:        b.Logger,
 	})
 	return srv, nil
+}
+
+// devSignInHosts are the only host names the edge answers for with
+// DEV_SIGNIN=1 (loopback and PUBLIC_BASE_URL's host), so that a page that
+// re-points its own name at 127.0.0.1 cannot sign in through the edge;
+// none otherwise.
+func (b *Backends) devSignInHosts() []string {
+	if !b.Config.DevSignIn {
+		return nil
+	}
+	hosts := []string{"localhost", "127.0.0.1", "::1"}
+	if u, err := url.Parse(b.Config.PublicBaseURL); err == nil && u.Hostname() != "" {
+		hosts = append(hosts, strings.ToLower(u.Hostname()))
+	}
+	return hosts
 }
 
 // PendingClicks reads the pending-click records of clicks acknowledged by an
