@@ -82,6 +82,12 @@ func (p *Pages) render(c *fiber.Ctx, status int, name string, v view) error {
 	if err := t.ExecuteTemplate(&buf, "layout.html", v); err != nil {
 		return err
 	}
+	// A refusal the page has no place for (a row's form naming a row the
+	// page does not list, such as another program's commission) would be
+	// lost: the error page says it instead.
+	if msg := v.Form.unshown(buf.Bytes()); msg != "" && status >= 400 {
+		return p.renderError(c, status, msg)
+	}
 	c.Set(fiber.HeaderContentType, fiber.MIMETextHTMLCharsetUTF8)
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	c.Set("Referrer-Policy", "same-origin")
