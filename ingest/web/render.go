@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
+
+	"github.com/partnertrack/partnertrack/ledger"
 )
 
 //go:embed templates/*.html
@@ -105,16 +107,25 @@ func (p *Pages) renderError(c *fiber.Ctx, status int, msg string) error {
 
 // pageErrors turns whatever a page handler could not handle into an HTML
 // page: an API refusal shows its message, a session the API no longer
-// accepts goes back to sign-in, anything else is a 500 page with the
-// request id (logged, never shown in detail).
+// accepts goes back to sign-in, the edge's own rate limit (the sign-in
+// routes') its 429, anything else is a 500 page with the request id
+// (logged, never shown in detail). A query or form that is not text is
+// refused before the handler (input.go).
 func (p *Pages) pageErrors(c *fiber.Ctx) error {
-	err := c.Next()
+	err := textInput(c)
+	if err == nil {
+		err = c.Next()
+	}
 	if err == nil {
 		return nil
 	}
 	var fe *fiber.Error
 	if errors.As(err, &fe) {
 		return p.renderError(c, fe.Code, fe.Message)
+	}
+	var le *ledger.Error
+	if errors.As(err, &le) && le.Code == ledger.ERateLimited {
+		return p.renderError(c, fiber.StatusTooManyRequests, le.Message)
 	}
 	if re, ok := asResponseError(err); ok {
 		switch {
