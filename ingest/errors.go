@@ -175,6 +175,10 @@ func (s *Server) handleError(c *fiber.Ctx, err error) error {
 	if message == "" {
 		message = strconv.Itoa(status)
 	}
+	// The dashboard's pages answer in HTML (pageerrors.go).
+	if isPagePath(c.Path()) {
+		return renderPageError(c, status, message)
+	}
 
 	if style.typed || typedCodes[code] {
 		return renderTyped(c, status, code, message, details)

@@ -3,6 +3,7 @@ package web
 import (
 	"bytes"
 	"encoding/json"
+	"html/template"
 	"io"
 	"maps"
 	"regexp"
@@ -46,6 +47,28 @@ func (f *form) Err(name string) string {
 	}
 	return f.Errors[name]
 }
+
+// unshown is a message of the form's refusal that the rendered page does
+// not show ("" when the page shows them all, or there is none).
+func (f *form) unshown(page []byte) string {
+	if f == nil {
+		return ""
+	}
+	msgs := []string{f.Error}
+	for _, name := range slices.Sorted(maps.Keys(f.Errors)) {
+		msgs = append(msgs, f.Errors[name])
+	}
+	for _, m := range msgs {
+		var esc bytes.Buffer
+		if m != "" && (textEscaper.Execute(&esc, m) != nil || !bytes.Contains(page, esc.Bytes())) {
+			return m
+		}
+	}
+	return ""
+}
+
+// textEscaper writes a message as the templates do in element text.
+var textEscaper = template.Must(template.New("text").Parse(`{{.}}`))
 
 // Is reports whether this is the named form (the one to show errors in).
 func (f *form) Is(name string) bool { return f != nil && f.Name == name }

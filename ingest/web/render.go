@@ -12,6 +12,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v2"
+
+	"github.com/partnertrack/partnertrack/ledger"
 )
 
 //go:embed templates/*.html
@@ -83,6 +85,12 @@ func (p *Pages) render(c *fiber.Ctx, status int, name string, v view) error {
 	if err := t.ExecuteTemplate(&buf, "layout.html", v); err != nil {
 		return err
 	}
+	// A refusal the page has no place for (a row's form naming a row the
+	// page does not list, such as another program's commission) would be
+	// lost: the error page says it instead.
+	if msg := v.Form.unshown(buf.Bytes()); msg != "" && status >= 400 {
+		return p.renderError(c, status, msg)
+	}
 	c.Set(fiber.HeaderContentType, fiber.MIMETextHTMLCharsetUTF8)
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	c.Set("Referrer-Policy", "same-origin")
@@ -100,16 +108,25 @@ func (p *Pages) renderError(c *fiber.Ctx, status int, msg string) error {
 
 // pageErrors turns whatever a page handler could not handle into an HTML
 // page: an API refusal shows its message, a session the API no longer
-// accepts goes back to sign-in, anything else is a 500 page with the
-// request id (logged, never shown in detail).
+// accepts goes back to sign-in, the edge's own rate limit (the sign-in
+// routes') its 429, anything else is a 500 page with the request id
+// (logged, never shown in detail). A query or form that is not text is
+// refused before the handler (input.go).
 func (p *Pages) pageErrors(c *fiber.Ctx) error {
-	err := c.Next()
+	err := textInput(c)
+	if err == nil {
+		err = c.Next()
+	}
 	if err == nil {
 		return nil
 	}
 	var fe *fiber.Error
 	if errors.As(err, &fe) {
 		return p.renderError(c, fe.Code, fe.Message)
+	}
+	var le *ledger.Error
+	if errors.As(err, &le) && le.Code == ledger.ERateLimited {
+		return p.renderError(c, fiber.StatusTooManyRequests, le.Message)
 	}
 	if re, ok := asResponseError(err); ok {
 		switch {

@@ -818,3 +818,159 @@ func TestHostileSignedStripeEvents(t *testing.T) {
 		t.Errorf("%d events stored, %d answered 200", n, stored)
 	}
 }
+
+// ==== hostile input on the dashboard's pages (issue 27) ====
+
+// hostileFormValues are put, one at a time, in every field of every page
+// form: text no field takes (NUL, bytes that are not UTF-8) and a value
+// longer than any field.
+var hostileFormValues = []hostileValue{
+	{"nul", "a\x00b"},
+	{"invalid-utf8", "a\xff\xfeb"},
+	{"invalid-sequence", "\xc3\x28"},
+	{"utf16-surrogate", "\xed\xa0\x80"},
+	{"10k-string", long10k},
+}
+
+// TestHostileInputPages sends every page route under /app/ and /partner/
+// (ingest/web/testdata/page_routes.txt) hostile ids in each path
+// parameter, a query string that is not text, hostile values in each
+// form field, forms with no, a garbage or a hostile form token, a form
+// without Content-Type, an oversized form, and no cookie at all. Every
+// answer is a 4xx HTML page that says why (or a 303 to /login without a
+// cookie), never a 5xx, never a JSON envelope, and nothing is stored.
+func TestHostileInputPages(t *testing.T) {
+	t.Parallel()
+	sc := report(t, "hostile/every-page-route")
+	h := newHostileWorld(t)
+	pc := newPageClient(h.e)
+	w := h.ws[0]
+	// Ids of the first program; no other row has 999999999.
+	ids := map[string]string{"id": itoa(w.ProgramID)}
+	for _, r := range pageRoutes(t) {
+		for _, p := range r.params() {
+			if _, ok := ids[p]; !ok {
+				ids[p] = "999999999"
+			}
+		}
+	}
+	csrf := map[string]string{}
+	for _, tok := range h.dash {
+		csrf[tok] = pc.csrfOf(t, brandCookie, tok)
+	}
+	for _, tok := range h.partners {
+		csrf[tok] = pc.csrfOf(t, partnerCookie, tok)
+	}
+	seq := 0
+	refused := 0
+	for _, r := range pageRoutes(t) {
+		t.Run(strings.TrimPrefix(r.String(), " "), func(t *testing.T) {
+			// The n-th request's session: the owner's or the partner's.
+			as := func() (string, string) {
+				seq++
+				if strings.HasPrefix(r.pattern, "/partner/") {
+					return partnerCookie, h.partners[seq%len(h.partners)]
+				}
+				return brandCookie, h.dash[seq%len(h.dash)]
+			}
+			send := func(what string, pr pageReq, signedIn bool) {
+				t.Helper()
+				pr.method = r.method
+				if r.method == "GET" {
+					pr.form, pr.raw = nil, nil
+				}
+				h.attackPage(t, pc, r, pr, what, signedIn)
+				refused++
+			}
+			valid := r.fill(t, ids)
+			form := func(tok string) url.Values { return pageForm(r, ids, csrf[tok]) }
+
+			for _, param := range r.params() {
+				for _, v := range hostilePathValues {
+					hostile := map[string]string{}
+					for k, id := range ids {
+						hostile[k] = id
+					}
+					hostile[param] = v.json
+					name, tok := as()
+					send(":"+param+"="+v.kind, pageReq{path: r.fill(t, hostile), cookies: map[string]string{name: tok}, form: form(tok)}, true)
+				}
+			}
+			for _, v := range hostileQueries {
+				name, tok := as()
+				send("query "+v.kind, pageReq{path: valid + "?" + v.json, cookies: map[string]string{name: tok}, form: form(tok)}, true)
+			}
+			send("no cookie", pageReq{path: valid, form: url.Values{"csrf": {"x"}}}, false)
+			send("no cookie, hostile query", pageReq{path: valid + "?" + hostileQueries[0].json}, false)
+			if r.method != "POST" {
+				return
+			}
+			for _, field := range sortedKeys(stringKeys(flatten(form(h.dash[0])))) {
+				if field == "csrf" {
+					continue
+				}
+				for _, v := range hostileFormValues {
+					name, tok := as()
+					f := form(tok)
+					f.Set(field, v.json)
+					send(field+"="+v.kind, pageReq{path: valid, cookies: map[string]string{name: tok}, form: f}, true)
+				}
+			}
+			for _, v := range append([]hostileValue{{"missing", ""}, {"garbage", "not-the-token"}}, hostileFormValues...) {
+				name, tok := as()
+				f := form(tok)
+				if v.kind == "missing" {
+					f.Del("csrf")
+				} else {
+					f.Set("csrf", v.json)
+				}
+				send("csrf "+v.kind, pageReq{path: valid, cookies: map[string]string{name: tok}, form: f}, true)
+			}
+			name, tok := as()
+			send("form without Content-Type", pageReq{path: valid, cookies: map[string]string{name: tok}, raw: []byte(form(tok).Encode())}, true)
+			name, tok = as()
+			big := form(tok)
+			big.Set("padding", strings.Repeat("x", 70<<10))
+			send("oversized form", pageReq{path: valid, cookies: map[string]string{name: tok}, form: big}, true)
+		})
+	}
+	sc.note("%d hostile page requests over %d page routes refused with a 4xx HTML page or a redirect to sign-in; nothing stored", refused, len(pageRoutes(t)))
+}
+
+// flatten turns form values into one value per field (the fields to
+// attack).
+func flatten(f url.Values) map[string]string {
+	out := make(map[string]string, len(f))
+	for k, v := range f {
+		out[k] = strings.Join(v, ",")
+	}
+	return out
+}
+
+// attackPage sends one hostile page request and checks its answer: a 4xx
+// HTML page with a message (signed in) or a redirect to /login (no
+// cookie), never a 5xx or a JSON envelope, and nothing stored.
+func (h *hostileWorld) attackPage(t *testing.T, pc *pageClient, r pageRoute, pr pageReq, what string, signedIn bool) {
+	t.Helper()
+	h.waitRelayed(t)
+	before := h.rows(t)
+	rep, err := pc.call(pr)
+	switch {
+	case err != nil:
+		t.Errorf("%s %s: no answer: %v", r, what, err)
+		return
+	case rep.Status == 429:
+		t.Fatalf("%s %s: rate limited: %s", r, what, rep)
+	case !signedIn && toLogin(rep):
+	case !signedIn && rep.Status >= 400 && rep.Status < 500 && pageProblem(rep) == "":
+	case !signedIn:
+		t.Errorf("%s %s: %s, want a redirect to /login or a 4xx page", r, what, rep)
+	default:
+		if p := pageProblem(rep); p != "" {
+			t.Errorf("%s %s: %s: %s", r, what, p, rep)
+		}
+	}
+	if after := h.rows(t); after != before {
+		t.Errorf("%s %s: refused (%d) but stored something: rows %s → %s", r, what, rep.Status, before, after)
+	}
+}
