@@ -53,6 +53,11 @@ func TestSafeNextKeepsOnlyDashboardPaths(t *testing.T) {
 		"https://evil.example/": "",
 		"/\\evil.example":       "",
 		"/api/v1/programs":      "",
+		"/app/../../evil":       "",
+		"/app/%2e%2e/x":         "",
+		"/app/%2E%2E/x":         "",
+		"/partner/./":           "",
+		"/app/programs/3?x=1":   "/app/programs/3?x=1",
 		"/app/x\r\nSet-Cookie:": "",
 		"":                      "",
 	} {

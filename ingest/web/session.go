@@ -68,7 +68,9 @@ func checkCSRF(c *fiber.Ctx, sessionToken string) bool {
 	default:
 		return false
 	}
-	got := c.FormValue("csrf")
+	// The token is read from the form body only: a token in a URL would
+	// leak through logs and Referer.
+	got := string(c.Request().PostArgs().Peek("csrf"))
 	want := csrfToken(sessionToken)
 	return sessionToken != "" && subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
 }
@@ -119,6 +121,12 @@ func redirectToLogin(c *fiber.Ctx) error {
 // never another site, never a protocol-relative or backslash trick.
 func safeNext(next string) string {
 	if next == "" || !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n") {
+		return ""
+	}
+	// A dot segment (also percent-encoded, which browsers decode) would
+	// climb out of the dashboard's paths once resolved.
+	pathPart, _, _ := strings.Cut(next, "?")
+	if lower := strings.ToLower(pathPart); strings.Contains(lower, "/.") || strings.Contains(lower, "%2e") {
 		return ""
 	}
 	if next == "/app" || next == "/partner" || strings.HasPrefix(next, "/app/") || strings.HasPrefix(next, "/partner/") {
