@@ -26,8 +26,9 @@ var dashboardReadinessStyle = errorStyle{retryAfter: 10, internalMessage: "Faile
 // event (webhookdeliveries.go).
 func (s *Server) dashboardAPIRoutes() {
 	dashboard := s.requireSession(ledger.DashboardSession)
-	s.limitedRoute("GET", "/api/v1/programs", withStyle(defaultStyle),
-		s.rateLimit("my_programs", limitMyPrograms, byToken), dashboard, s.listMyPrograms)
+	myPrograms := s.rateLimit("my_programs", limitMyPrograms, byToken)
+	s.limitedRoute("GET", "/api/v1/programs", withStyle(defaultStyle), myPrograms, dashboard, s.listMyPrograms)
+	s.limitedRoute("GET", "/api/v1/programs/:id", withStyle(defaultStyle), myPrograms, dashboard, s.getMyProgram)
 	s.limitedRoute("POST", "/api/v1/programs", withStyle(defaultStyle),
 		s.rateLimit("program_create", limitCreateProgram, byToken), dashboard, s.createMyProgram)
 	s.limitedRoute("GET", "/api/v1/programs/:id/readiness", withStyle(dashboardReadinessStyle),
@@ -60,6 +61,20 @@ func (s *Server) listMyPrograms(c *fiber.Ctx) error {
 		out[i] = memberProgramJSON(&list[i])
 	}
 	return ok(c, fiber.StatusOK, out)
+}
+
+// getMyProgram is GET /api/v1/programs/:id: one program of the signed-in
+// user's workspaces; any other is 404.
+func (s *Server) getMyProgram(c *fiber.Ctx) error {
+	programID, err := pathID(c, "id", "program")
+	if err != nil {
+		return err
+	}
+	p, err := s.svc.MemberPrograms.MemberProgram(c.UserContext(), sessionOf(c).UserID, programID)
+	if err != nil {
+		return err
+	}
+	return ok(c, fiber.StatusOK, memberProgramJSON(p))
 }
 
 // createMyProgram is POST /api/v1/programs: the operator's program

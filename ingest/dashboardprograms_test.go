@@ -183,6 +183,22 @@ func TestCreateMyProgram(t *testing.T) {
 	})
 }
 
+// TestGetMyProgram: a program of the user's workspace reads with the
+// user's role; another workspace's, or one that does not exist, is 404.
+func TestGetMyProgram(t *testing.T) {
+	b := setup(t)
+	w := MustWorld(t, b.app)
+	other := MustWorld(t, b.app)
+	d := mustOK(t, do(t, b.app, req{"GET", "/api/v1/programs/" + itoa(w.programID), nil, bearer(w.ownerToken)}), 200)
+	if id(d["id"]) != w.programID || d["role"] != "owner" || d["workspace_name"] == nil || d["api_token_masked"] == nil {
+		t.Fatalf("own program: %v", d)
+	}
+	for _, path := range []string{"/api/v1/programs/" + itoa(other.programID), "/api/v1/programs/99999999", "/api/v1/programs/abc"} {
+		assertError(t, do(t, b.app, req{"GET", path, nil, bearer(w.ownerToken)}), 404, "program not found")
+	}
+	assertError(t, do(t, b.app, req{"GET", "/api/v1/programs/" + itoa(w.programID), nil, nil}), 401, "Authentication required")
+}
+
 func TestProgramReadinessByID(t *testing.T) {
 	b := setup(t)
 	w := MustWorld(t, b.app)

@@ -104,6 +104,9 @@ type DashboardProgramService interface {
 	// MemberPrograms lists the programs of every workspace userID belongs
 	// to, ordered by name then id; empty for a user with no workspace.
 	MemberPrograms(ctx context.Context, userID int64) ([]MemberProgram, error)
+	// MemberProgram is one program of userID's workspaces. Errors:
+	// ENotFound for a program of another workspace or none.
+	MemberProgram(ctx context.Context, userID, programID int64) (*MemberProgram, error)
 	// CreateMemberProgram creates a program in the workspace that
 	// ChooseProgramWorkspace picks, creating that workspace (owned by the
 	// user) in the same transaction when the user has none. Errors: those

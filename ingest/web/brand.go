@@ -48,21 +48,18 @@ func (p *Pages) brandRoutes(r fiber.Router) {
 }
 
 // brandProgram reads the program a brand page is about, for its title and
-// tabs, from the person's own programs: one they cannot see is a 404 page,
-// whoever owns it.
+// tabs; one the person cannot see is the API's 404, a 404 page, whoever
+// owns it.
 func (p *Pages) brandProgram(c *fiber.Ctx, tab string) (*apiclient.DashMyProgram, *programNav, error) {
 	id, err := pathID(c, "id")
 	if err != nil {
 		return nil, nil, err
 	}
-	progs, err := p.myPrograms(c, tokenOf(c))
-	if err != nil {
+	ctx, auth := p.as(c)
+	resp, err := p.api.GetMyProgramWithResponse(ctx, id, auth)
+	if err = apiCheck(resp, err); err != nil {
 		return nil, nil, err
 	}
-	for i := range progs {
-		if progs[i].Id == id {
-			return &progs[i], &programNav{ID: id, Name: progs[i].Name, Tab: tab}, nil
-		}
-	}
-	return nil, nil, fiber.NewError(fiber.StatusNotFound, "There is no such program among yours.")
+	prog := &resp.JSON200.Data
+	return prog, &programNav{ID: id, Name: prog.Name, Tab: tab}, nil
 }

@@ -52,6 +52,19 @@ func (s *ProgramService) MemberPrograms(ctx context.Context, userID int64) (out 
 	return out, nil
 }
 
+// MemberProgram is one program of the user's workspaces.
+func (s *ProgramService) MemberProgram(ctx context.Context, userID, programID int64) (mp *ledger.MemberProgram, err error) {
+	defer wrap(&err, "postgres.MemberProgram(user %d, program %d)", userID, programID)
+	var row memberProgramRow
+	if err := s.db.GetContext(ctx, &row, memberProgramsQuery+` AND p.id = $2`, userID, programID); errors.Is(err, sql.ErrNoRows) {
+		return nil, notFound("program")
+	} else if err != nil {
+		return nil, err
+	}
+	p := row.memberProgram()
+	return &p, nil
+}
+
 // CreateMemberProgram locks the user's row, so that two first programs
 // of one user sent at once make one workspace, not two; reads the user's
 // memberships; lets ledger.ChooseProgramWorkspace decide; and writes the

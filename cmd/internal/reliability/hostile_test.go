@@ -697,6 +697,7 @@ func (h *hostileWorld) targets() []target {
 			fields: map[string][]string{"workspace_id": {"number"}, "name": text, "domain": {"numeric-string"}, "commission_type": nil,
 				"commission_rate": {"number", "fraction"}, "duration_months": {"number"}, "cookie_duration": {"number"}, "lead_auth": nil,
 				"hold_days": {"number"}, "currency": nil}},
+		{name: "my-program", method: "GET", path: "/api/v1/programs/{id}", token: dash, pathParam: true},
 		{name: "program-readiness", method: "GET", path: "/api/v1/programs/{id}/readiness", token: dash, pathParam: true},
 		{name: "webhook-deliveries", method: "GET", path: "/api/v1/programs/{id}/webhooks/999999/deliveries", token: dash, pathParam: true,
 			params: map[string][]string{"limit": nil}},

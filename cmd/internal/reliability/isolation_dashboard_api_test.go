@@ -78,6 +78,11 @@ func TestIsolationDashboardAPI(t *testing.T) {
 		}
 		probe(who, req{method: "GET", path: "/api/v1/programs/" + pa + "/webhooks/" + bHook + "/deliveries", token: tok}, hookWant...)
 		probe(who, req{method: "POST", path: "/api/v1/programs/" + pa + "/webhooks/" + bHook + "/test", token: tok}, hookWant...)
+		// B's program read alone: 404, as a program that does not exist.
+		probe(who, req{method: "GET", path: "/api/v1/programs/" + pb, token: tok}, 404)
+		if rep := e.must(t, 200, req{method: "GET", path: "/api/v1/programs/" + pa, token: tok}); itoa(num(rep.data()["id"])) != pa {
+			t.Errorf("%s: A's program %s", who, rep.Raw)
+		}
 		// A program in B's workspace: no such workspace for A's users.
 		probe(who, req{method: "POST", path: "/api/v1/programs", token: tok, body: newProgram}, 404)
 		// A's list holds A's program and none of B's.
@@ -96,6 +101,7 @@ func TestIsolationDashboardAPI(t *testing.T) {
 	for _, tok := range []string{a.LiveKey, a.TestKey} {
 		for _, r := range []req{
 			{method: "GET", path: "/api/v1/programs"},
+			{method: "GET", path: "/api/v1/programs/" + pb},
 			{method: "POST", path: "/api/v1/programs", body: newProgram},
 			{method: "GET", path: "/api/v1/programs/" + pb + "/readiness"},
 			{method: "GET", path: "/api/v1/programs/" + pb + "/webhooks/" + bHook + "/deliveries"},
