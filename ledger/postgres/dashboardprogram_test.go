@@ -119,9 +119,15 @@ func TestCreateMemberProgram(t *testing.T) {
 		_, err := b.programs.CreateMemberProgram(ctx, memberID, ledger.Some(ws.ID), percentProgram())
 		assertCode(t, err, ledger.EForbidden, ledger.MsgProgramCreate)
 	})
-	t.Run("ErrMemberWithoutWorkspaceID", func(t *testing.T) {
-		_, err := b.programs.CreateMemberProgram(ctx, memberID, ledger.Input[int64]{}, percentProgram())
-		assertCode(t, err, ledger.EInvalid, ledger.MsgWorkspaceRequired)
+	t.Run("OKMemberWithoutWorkspaceIDGetsItsOwn", func(t *testing.T) {
+		// A member only of another's workspace starts a brand of its own.
+		p, err := b.programs.CreateMemberProgram(ctx, memberID, ledger.Input[int64]{}, programNamed("Side", "side.example"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.WorkspaceID == ws.ID || p.Role != ledger.RoleOwner || p.WorkspaceName != "side.example" {
+			t.Fatalf("program %+v", p)
+		}
 	})
 	t.Run("ErrAnotherTenantsWorkspace", func(t *testing.T) {
 		other, err := b.accounts.CreateWorkspace(ctx, "Other", "other@other.example")
