@@ -1,35 +1,17 @@
 package devissuer
 
 import (
-	"crypto"
-	"crypto/rand"
 	"crypto/rsa"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"math/big"
+
+	jose "github.com/go-jose/go-jose/v4"
 )
 
-// jwk is one RSA public key of the JWKS (RFC 7517, RFC 7518 6.3.1).
-type jwk struct {
-	Kty string `json:"kty"`
-	N   string `json:"n"`
-	E   string `json:"e"`
-	Kid string `json:"kid"`
-	Alg string `json:"alg"`
-	Use string `json:"use"`
-}
-
-func jwks(pub *rsa.PublicKey, kid string) map[string][]jwk {
-	return map[string][]jwk{"keys": {{
-		Kty: "RSA",
-		N:   base64.RawURLEncoding.EncodeToString(pub.N.Bytes()),
-		E:   base64.RawURLEncoding.EncodeToString(big.NewInt(int64(pub.E)).Bytes()),
-		Kid: kid,
-		Alg: "RS256",
-		Use: "sig",
-	}}}
+// jwks is the issuer's key set: its one RSA public key (RFC 7517).
+func jwks(pub *rsa.PublicKey, kid string) jose.JSONWebKeySet {
+	return jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: pub, KeyID: kid, Algorithm: string(jose.RS256), Use: "sig"}}}
 }
 
 // Subject is the stable sub of an email address: the same address always
@@ -62,8 +44,11 @@ func (iss *Issuer) idToken(g grant) (string, error) {
 	return iss.sign(claims)
 }
 
+// sign writes claims as a compact RS256 JWS with the issuer's key id
+// (go-jose, as go-oidc verifies it).
 func (iss *Issuer) sign(claims map[string]any) (string, error) {
-	header, err := json.Marshal(map[string]string{"alg": "RS256", "kid": iss.cfg.KeyID, "typ": "JWT"})
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256,
+		Key: jose.JSONWebKey{Key: iss.cfg.Key, KeyID: iss.cfg.KeyID}}, (&jose.SignerOptions{}).WithType("JWT"))
 	if err != nil {
 		return "", err
 	}
@@ -71,11 +56,9 @@ func (iss *Issuer) sign(claims map[string]any) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	input := base64.RawURLEncoding.EncodeToString(header) + "." + base64.RawURLEncoding.EncodeToString(payload)
-	digest := sha256.Sum256([]byte(input))
-	sig, err := rsa.SignPKCS1v15(rand.Reader, iss.cfg.Key, crypto.SHA256, digest[:])
+	jws, err := signer.Sign(payload)
 	if err != nil {
 		return "", err
 	}
-	return input + "." + base64.RawURLEncoding.EncodeToString(sig), nil
+	return jws.CompactSerialize()
 }
