@@ -15,9 +15,9 @@ import (
 const MaxName = 200
 
 // authParams are the parameters of an authorization request (RFC 6749
-// 4.1.1, OpenID Connect Core 3.1.2.1, RFC 7636 4.3), in the order the page
-// carries them in hidden fields.
-var authParams = []string{"response_type", "client_id", "redirect_uri", "scope", "state", "nonce", "code_challenge", "code_challenge_method"}
+// 4.1.1, OpenID Connect Core 3.1.2.1 and 3.2.2.1, RFC 7636 4.3), in the
+// order the page carries them in hidden fields.
+var authParams = []string{"response_type", "response_mode", "client_id", "redirect_uri", "scope", "state", "nonce", "code_challenge", "code_challenge_method"}
 
 // authRequest is one authorization request, from the query of GET
 // /authorize or the hidden fields of the form.
@@ -44,11 +44,23 @@ func (iss *Issuer) check(a authRequest) string {
 	if _, ok := redirectOrigin(a["redirect_uri"]); !ok {
 		return "redirect_uri must be an absolute http or https URL without a fragment."
 	}
-	if a["response_type"] != "code" {
-		return "response_type must be code: this provider serves the authorization-code flow only."
-	}
 	if !slices.Contains(strings.Fields(a["scope"]), "openid") {
 		return "scope must include openid."
+	}
+	switch a["response_type"] {
+	case "code":
+	case "id_token":
+		// The implicit flow of the CLI's login page (OpenID Connect Core
+		// 3.2): the id_token comes back in the fragment, bound to a nonce.
+		if a["nonce"] == "" {
+			return "nonce is required with response_type id_token."
+		}
+		if m := a["response_mode"]; m != "" && m != "fragment" {
+			return "response_mode must be fragment with response_type id_token."
+		}
+		return ""
+	default:
+		return "response_type must be code (the dashboard's flow, with PKCE) or id_token (the CLI login page's)."
 	}
 	if a["code_challenge"] == "" {
 		return "code_challenge is required: this provider serves PKCE clients only (RFC 7636)."
@@ -129,6 +141,10 @@ func (iss *Issuer) authorize(w http.ResponseWriter, r *http.Request) {
 		iss.signInPage(w, http.StatusBadRequest, a, d)
 		return
 	}
+	if a["response_type"] == "id_token" {
+		iss.sendIDToken(w, r, a, email, d.Name)
+		return
+	}
 	code := iss.newCode(grant{
 		clientID:      a["client_id"],
 		redirectURI:   a["redirect_uri"],
@@ -148,6 +164,22 @@ func (iss *Issuer) authorize(w http.ResponseWriter, r *http.Request) {
 	}
 	u.RawQuery += back.Encode()
 	http.Redirect(w, r, u.String(), http.StatusSeeOther)
+}
+
+// sendIDToken answers the implicit flow: the signed id_token and the
+// state in the redirect_uri's fragment, where only the page that asked
+// reads them.
+func (iss *Issuer) sendIDToken(w http.ResponseWriter, r *http.Request, a authRequest, email, name string) {
+	tok, err := iss.idToken(grant{clientID: a["client_id"], nonce: a["nonce"], email: email, name: name})
+	if err != nil {
+		http.Error(w, "the id_token could not be signed", http.StatusInternalServerError)
+		return
+	}
+	back := url.Values{"id_token": {tok}}
+	if a["state"] != "" {
+		back.Set("state", a["state"])
+	}
+	http.Redirect(w, r, a["redirect_uri"]+"#"+back.Encode(), http.StatusSeeOther)
 }
 
 // signInPage renders the form for a, with d's values and messages.

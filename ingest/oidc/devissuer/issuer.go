@@ -1,8 +1,9 @@
 // Package devissuer is a minimal OpenID provider for local development and
 // tests; never for production. It signs in anyone who types an email
 // address, with no password, through the authorization-code flow with PKCE
-// (S256 only): discovery, a JWKS, a sign-in page at /authorize and a token
-// endpoint, all in memory, relative to the path of its issuer URL so that
+// (S256 only; the dashboard's) or the implicit id_token flow with a nonce
+// (the CLI login page's): discovery, a JWKS, a sign-in page at /authorize
+// and a token endpoint, all in memory, relative to the path of its issuer URL so that
 // another server can mount it under a prefix such as /dev/oidc.
 package devissuer
 
@@ -132,8 +133,8 @@ func (iss *Issuer) discovery(w http.ResponseWriter) {
 		"authorization_endpoint":                base + "/authorize",
 		"token_endpoint":                        base + "/token",
 		"jwks_uri":                              base + "/keys",
-		"response_types_supported":              []string{"code"},
-		"response_modes_supported":              []string{"query"},
+		"response_types_supported":              []string{"code", "id_token"},
+		"response_modes_supported":              []string{"query", "fragment"},
 		"grant_types_supported":                 []string{"authorization_code"},
 		"subject_types_supported":               []string{"public"},
 		"id_token_signing_alg_values_supported": []string{"RS256"},

@@ -1,6 +1,7 @@
 package devissuer_test
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -8,6 +9,8 @@ import (
 	"testing"
 
 	"golang.org/x/oauth2"
+
+	"github.com/partnertrack/partnertrack/ingest/oidc/devissuer"
 )
 
 // authQuery is a good authorization request; tests change or delete
@@ -84,7 +87,9 @@ func TestAuthorizeRefused(t *testing.T) {
 		{"ErrRedirectScheme", func(v url.Values) { v.Set("redirect_uri", "javascript://x/%0aalert(1)") }, "redirect_uri must be an absolute http or https URL"},
 		{"ErrRedirectFragment", func(v url.Values) { v.Set("redirect_uri", redirectURI+"#x") }, "redirect_uri must be an absolute http or https URL"},
 		{"ErrNoRedirect", func(v url.Values) { v.Del("redirect_uri") }, "redirect_uri must be an absolute http or https URL"},
-		{"ErrResponseTypeToken", func(v url.Values) { v.Set("response_type", "id_token") }, "response_type must be code"},
+		{"ErrResponseTypeToken", func(v url.Values) { v.Set("response_type", "token") }, "response_type must be code"},
+		{"ErrImplicitWithoutNonce", func(v url.Values) { v.Set("response_type", "id_token"); v.Del("nonce") }, "nonce is required with response_type id_token."},
+		{"ErrImplicitInQuery", func(v url.Values) { v.Set("response_type", "id_token"); v.Set("response_mode", "query") }, "response_mode must be fragment"},
 		{"ErrNoOpenIDScope", func(v url.Values) { v.Set("scope", "email") }, "scope must include openid."},
 		{"ErrNoChallenge", func(v url.Values) { v.Del("code_challenge"); v.Del("code_challenge_method") }, "code_challenge is required"},
 		{"ErrChallengePlain", func(v url.Values) { v.Set("code_challenge_method", "plain") }, "code_challenge_method must be S256."},
@@ -196,5 +201,38 @@ func TestRoutes(t *testing.T) {
 				t.Fatalf("%s %s = %d, want %d", tt.method, tt.path, res.StatusCode, tt.status)
 			}
 		})
+	}
+}
+
+// TestImplicitFlow: the CLI login page's flow (response_type id_token)
+// signs in on the same page and comes back with the id_token and the
+// state in the fragment; the token carries the nonce and verifies.
+func TestImplicitFlow(t *testing.T) {
+	b := setup(t, "/dev/oidc")
+	q := authQuery(func(v url.Values) {
+		v.Set("response_type", "id_token")
+		v.Set("response_mode", "fragment")
+		v.Del("code_challenge")
+		v.Del("code_challenge_method")
+	})
+	if p := b.get(t, b.issuerURL+"/authorize?"+q.Encode()); p.status != 200 || !strings.Contains(p.body, "<form") {
+		t.Fatalf("sign-in page: %d", p.status)
+	}
+	q.Set("email", "cli@example.com")
+	p := b.postForm(t, b.issuerURL+"/authorize", q)
+	back, err := url.Parse(p.loc)
+	if p.status != http.StatusSeeOther || err != nil || !strings.HasPrefix(p.loc, redirectURI+"#") {
+		t.Fatalf("answer: %d %q", p.status, p.loc)
+	}
+	frag, _ := url.ParseQuery(back.Fragment)
+	if frag.Get("state") != "st-1" || back.RawQuery != "" {
+		t.Fatalf("fragment: %q, query %q", back.Fragment, back.RawQuery)
+	}
+	tok, err := b.verifier().Verify(context.Background(), frag.Get("id_token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok.Nonce != "n-1" || tok.Subject != devissuer.Subject("cli@example.com") {
+		t.Fatalf("token: nonce %q sub %q", tok.Nonce, tok.Subject)
 	}
 }

@@ -83,12 +83,15 @@ func TestDiscoveryAndKeys(t *testing.T) {
 		}
 	}
 	for k, want := range map[string]string{
-		"response_types_supported": "code", "code_challenge_methods_supported": "S256",
+		"code_challenge_methods_supported":      "S256",
 		"id_token_signing_alg_values_supported": "RS256", "subject_types_supported": "public",
 	} {
 		if l, _ := d[k].([]any); len(l) != 1 || l[0] != want {
 			t.Errorf("%s = %v, want [%s]", k, d[k], want)
 		}
+	}
+	if l, _ := d["response_types_supported"].([]any); len(l) != 2 || l[0] != "code" || l[1] != "id_token" {
+		t.Errorf("response_types_supported = %v, want [code id_token]", d["response_types_supported"])
 	}
 	var keys struct{ Keys []map[string]string }
 	getJSON(t, b.issuerURL+"/keys", &keys)
