@@ -1,11 +1,7 @@
 package pagetest
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -66,40 +62,13 @@ func (s *stack) click(t *testing.T, w brandWorld, sl seller, at time.Time) strin
 // click of the seller, and returns its commission id.
 func (s *stack) sale(t *testing.T, w brandWorld, sl seller, txn string, cents int64) int64 {
 	t.Helper()
-	body := s.rawAPI(t, 200, "POST", "/api/v1/track/sale", sl.Key, map[string]any{
+	body := s.apiBody(t, 200, "POST", "/api/v1/track/sale", sl.Key, map[string]any{
 		"transaction_id": txn, "amount_cents": cents, "click_id": s.click(t, w, sl, time.Now())})
 	id := jsonInt(body["commission_id"])
 	if id == 0 {
 		t.Fatalf("sale %s: no commission: %v", txn, body)
 	}
 	return id
-}
-
-// rawAPI calls the API and decodes the whole body.
-func (s *stack) rawAPI(t *testing.T, want int, method, path, token string, body any) map[string]any {
-	t.Helper()
-	var rd io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
-	}
-	req, _ := http.NewRequest(method, s.URL+path, rd)
-	req.Header.Set("Content-Type", "application/json")
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != want {
-		t.Fatalf("%s %s: %d, want %d: %s", method, path, resp.StatusCode, want, raw)
-	}
-	var out map[string]any
-	json.Unmarshal(raw, &out)
-	return out
 }
 
 // member adds a user with role to the brand's workspace and returns their
@@ -115,7 +84,7 @@ func (s *stack) member(t *testing.T, w brandWorld, role string) string {
 // commissionStatus reads a commission's status through the review API.
 func (s *stack) commissionStatus(t *testing.T, w brandWorld, id int64) string {
 	t.Helper()
-	body := s.rawAPI(t, 200, "GET", fmt.Sprintf("/api/v1/programs/%d/commissions?pageSize=100", w.ProgramID), w.Owner, nil)
+	body := s.apiBody(t, 200, "GET", fmt.Sprintf("/api/v1/programs/%d/commissions?pageSize=100", w.ProgramID), w.Owner, nil)
 	for _, c := range body["data"].([]any) {
 		if m := c.(map[string]any); jsonInt(m["id"]) == id {
 			return m["status"].(string)

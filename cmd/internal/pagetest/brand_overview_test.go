@@ -78,7 +78,7 @@ func TestBrandOverviewOfAnEmptyProgram(t *testing.T) {
 
 	// The readiness checklist says what the readiness API says, gate by
 	// gate, with the next step of each gate that does not pass.
-	ready := s.apiRaw(t, 200, "GET", fmt.Sprintf("/api/v1/programs/%d/readiness", w.ProgramID), w.Owner)
+	ready := s.apiBody(t, 200, "GET", fmt.Sprintf("/api/v1/programs/%d/readiness", w.ProgramID), w.Owner, nil)
 	gates := ready["gates"].(map[string]any)
 	labels := map[string]string{"profile": "Program profile", "economics": "Commission terms",
 		"payout": "Sales reach partnertrack", "tracking": "Tracking", "live": "Live test"}

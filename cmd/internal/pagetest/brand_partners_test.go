@@ -88,7 +88,7 @@ func TestBrandGroupsAndPartnerChanges(t *testing.T) {
 	}
 	p = b.get(base + "/partners")
 	p.mustContain(t, "Partner Ana Creator moved to the group VIP.", fmt.Sprintf(`<option value="%d" selected>VIP</option>`, vip))
-	partner := s.apiRaw(t, 200, "GET", fmt.Sprintf("/api/v1/programs/%d/partners/%d", w.ProgramID, ana), w.Owner)["data"].(map[string]any)
+	partner := s.apiBody(t, 200, "GET", fmt.Sprintf("/api/v1/programs/%d/partners/%d", w.ProgramID, ana), w.Owner, nil)["data"].(map[string]any)
 	if partner["group_name"] != "VIP" {
 		t.Fatalf("partner after move: %v", partner)
 	}
@@ -110,7 +110,7 @@ func TestBrandGroupsAndPartnerChanges(t *testing.T) {
 	}
 	p = b.get(base + "/partners")
 	p.mustContain(t, "Partner Ana Creator is active.", "Suspend Ana Creator")
-	partner = s.apiRaw(t, 200, "GET", fmt.Sprintf("/api/v1/programs/%d/partners/%d", w.ProgramID, ana), w.Owner)["data"].(map[string]any)
+	partner = s.apiBody(t, 200, "GET", fmt.Sprintf("/api/v1/programs/%d/partners/%d", w.ProgramID, ana), w.Owner, nil)["data"].(map[string]any)
 	if partner["status"] != "active" || partner["group_name"] != "VIP" {
 		t.Fatalf("partner at the end: %v", partner)
 	}

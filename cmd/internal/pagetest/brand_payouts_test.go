@@ -37,7 +37,7 @@ func TestBrandPaysPartnersOnThePage(t *testing.T) {
 			t.Fatalf("nothing ticked: %d", p.Status)
 		}
 		p.mustContain(t, `<p class="field-error" id="partner_ids-err">Tick the partners to pay`)
-		if n := len(s.rawAPI(t, 200, "GET", fmt.Sprintf("/api/v1/programs/%d/payouts", w.ProgramID), w.Owner, nil)["data"].([]any)); n != 0 {
+		if n := len(s.apiBody(t, 200, "GET", fmt.Sprintf("/api/v1/programs/%d/payouts", w.ProgramID), w.Owner, nil)["data"].([]any)); n != 0 {
 			t.Fatalf("a refused form made %d payouts", n)
 		}
 	})
@@ -113,7 +113,7 @@ func TestBrandPaysPartnersOnThePage(t *testing.T) {
 		ob.get(path+"/csv").mustBeRefused(t, ana.Email)
 		oc := ob.get(fmt.Sprintf("/app/programs/%d/payouts", other.ProgramID)).csrf(t)
 		ob.post(path, url.Values{"csrf": {oc}, "scope": {"all"}}).mustBeRefused(t)
-		due := s.rawAPI(t, 200, "GET", fmt.Sprintf("/api/v1/programs/%d/payouts/due", w.ProgramID), w.Owner, nil)["data"].([]any)
+		due := s.apiBody(t, 200, "GET", fmt.Sprintf("/api/v1/programs/%d/payouts/due", w.ProgramID), w.Owner, nil)["data"].([]any)
 		if len(due) != 1 {
 			t.Fatalf("another brand's form changed the due list: %v", due)
 		}
@@ -130,7 +130,7 @@ func TestBrandPaysPartnersOnThePage(t *testing.T) {
 // payoutStatus reads a payout's status through the payouts API.
 func (s *stack) payoutStatus(t *testing.T, w brandWorld, id int64) string {
 	t.Helper()
-	body := s.rawAPI(t, 200, "GET", fmt.Sprintf("/api/v1/programs/%d/payouts?pageSize=100", w.ProgramID), w.Owner, nil)
+	body := s.apiBody(t, 200, "GET", fmt.Sprintf("/api/v1/programs/%d/payouts?pageSize=100", w.ProgramID), w.Owner, nil)
 	for _, p := range body["data"].([]any) {
 		if m := p.(map[string]any); jsonInt(m["id"]) == id {
 			return m["status"].(string)

@@ -137,7 +137,7 @@ func TestBrandSettingsPage(t *testing.T) {
 		if got["name"] != "Brand Partners Plus" {
 			t.Fatalf("another brand renamed the program: %v", got["name"])
 		}
-		if hooks := s.rawAPI(t, 200, "GET", fmt.Sprintf("/api/v1/programs/%d/webhooks", w.ProgramID), w.Owner, nil)["data"].([]any); len(hooks) != 0 {
+		if hooks := s.apiBody(t, 200, "GET", fmt.Sprintf("/api/v1/programs/%d/webhooks", w.ProgramID), w.Owner, nil)["data"].([]any); len(hooks) != 0 {
 			t.Fatalf("another brand added a webhook: %v", hooks)
 		}
 	})

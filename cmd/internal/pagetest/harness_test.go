@@ -68,8 +68,18 @@ func newStack(t *testing.T) *stack {
 	return &stack{URL: base, Issuer: iss, DB: db}
 }
 
-// api calls the JSON API with a bearer token and decodes data.
+// api calls the JSON API with a bearer token and returns its data
+// object.
 func (s *stack) api(t *testing.T, want int, method, path, token string, body any) map[string]any {
+	t.Helper()
+	data, _ := s.apiBody(t, want, method, path, token, body)["data"].(map[string]any)
+	return data
+}
+
+// apiBody calls the JSON API with a bearer token (none when empty) and a
+// JSON body (none when nil), and decodes the whole answer: data and meta,
+// or the tracking routes' answers outside a data envelope.
+func (s *stack) apiBody(t *testing.T, want int, method, path, token string, body any) map[string]any {
 	t.Helper()
 	var rd io.Reader
 	if body != nil {
@@ -90,11 +100,13 @@ func (s *stack) api(t *testing.T, want int, method, path, token string, body any
 	if resp.StatusCode != want {
 		t.Fatalf("%s %s: %d, want %d: %s", method, path, resp.StatusCode, want, raw)
 	}
-	var env struct {
-		Data map[string]any `json:"data"`
+	var out map[string]any
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, &out); err != nil {
+			t.Fatalf("%s %s: %v: %s", method, path, err, raw)
+		}
 	}
-	json.Unmarshal(raw, &env)
-	return env.Data
+	return out
 }
 
 var worldCount atomic.Int64
@@ -217,30 +229,6 @@ func regexpFind(t *testing.T, body, expr string) string {
 }
 
 // ---- helpers of the brand overview, partners and links tests ----
-
-// apiRaw calls the JSON API with a bearer token and decodes the whole
-// answer (data and meta).
-func (s *stack) apiRaw(t *testing.T, want int, method, path, token string) map[string]any {
-	t.Helper()
-	req, _ := http.NewRequest(method, s.URL+path, nil)
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != want {
-		t.Fatalf("%s %s: %d, want %d: %s", method, path, resp.StatusCode, want, raw)
-	}
-	var out map[string]any
-	if err := json.Unmarshal(raw, &out); err != nil {
-		t.Fatalf("%s %s: %v: %s", method, path, err, raw)
-	}
-	return out
-}
 
 // enroll adds a partner to a brand's program (operator API) and returns
 // its id.

@@ -1,11 +1,7 @@
 package pagetest
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"net/url"
 	"strings"
 	"testing"
@@ -72,32 +68,6 @@ func (s *stack) partnerSession(t *testing.T, email string) (string, int64) {
 	t.Helper()
 	d := s.api(t, 200, "POST", "/api/v1/partner/session", "", map[string]any{"id_token": s.Issuer.Token(t, "sub-"+email, email)})
 	return d["token"].(string), jsonInt(d["partner"].(map[string]any)["id"])
-}
-
-// apiBody calls the JSON API and decodes the whole answer (some answer
-// outside a data envelope, as the tracking routes do).
-func (s *stack) apiBody(t *testing.T, want int, method, path, token string, body any) map[string]any {
-	t.Helper()
-	raw, _ := json.Marshal(body)
-	req, _ := http.NewRequest(method, s.URL+path, bytes.NewReader(raw))
-	req.Header.Set("Content-Type", "application/json")
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	got, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != want {
-		t.Fatalf("%s %s: %d, want %d: %s", method, path, resp.StatusCode, want, got)
-	}
-	var out map[string]any
-	if err := json.Unmarshal(got, &out); err != nil {
-		t.Fatalf("%s %s: %v: %s", method, path, err, got)
-	}
-	return out
 }
 
 // apiList GETs a list of the API and returns its data.
