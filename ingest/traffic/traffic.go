@@ -146,7 +146,7 @@ func NewBreaker(name string, onChange func(name string, from, to gobreaker.State
 // bounded by each call's context (the batch's 50 ms, or the last try's
 // longer deadline), so that a dead or hung Redis fails a batch within its
 // deadline instead of after seconds of retries.
-func RedisOptions(base *redis.Options) *redis.Options {
+func RedisOptions(base *redis.UniversalOptions) *redis.UniversalOptions {
 	o := *base
 	o.DialTimeout = DefaultLastTry
 	o.ReadTimeout = DefaultLastTry

@@ -20,8 +20,11 @@ import (
 
 // Config is every setting of the contract's Configuration table.
 type Config struct {
-	DatabaseURL               string
-	RedisURL                  string
+	DatabaseURL string
+	RedisURL    string
+	// Redis is the Redis deployment (its URL is RedisURL) and how click
+	// traffic is spread over it.
+	Redis                     Redis
 	ListenAddr                string
 	PublicBaseURL             string
 	OperatorToken             string
@@ -99,9 +102,9 @@ func Load(getenv func(string) string) (Config, error) {
 	if u, err := url.Parse(c.DatabaseURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
 		errs = append(errs, errors.New("DATABASE_URL must be a postgres:// URL"))
 	}
-	if u, err := url.Parse(c.RedisURL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") {
-		errs = append(errs, errors.New("REDIS_URL must be a redis:// URL"))
-	}
+	var redisErrs []error
+	c.Redis, redisErrs = loadRedis(getenv, c.RedisURL)
+	errs = append(errs, redisErrs...)
 	if u, err := url.Parse(c.PublicBaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		errs = append(errs, errors.New("PUBLIC_BASE_URL must be an absolute http(s) URL"))
 	}

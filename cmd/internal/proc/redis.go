@@ -22,6 +22,8 @@ type RedisOptions struct {
 	// (appendfsync always) instead of once a second.
 	FsyncAlways bool
 	LogFile     string // also write its log to this file
+	// Args are further redis-server options (cluster mode, replicaof).
+	Args []string
 }
 
 // StartRedis starts redis-server on 127.0.0.1 and waits until it answers
@@ -38,10 +40,10 @@ func StartRedis(o RedisOptions) (*Process, error) {
 	if o.FsyncAlways {
 		fsync = "always"
 	}
-	p, err := Start("redis-server", "redis-server", Options{LogFile: o.LogFile, Args: []string{
+	p, err := Start("redis-server", "redis-server", Options{LogFile: o.LogFile, Args: append([]string{
 		"--port", strconv.Itoa(o.Port), "--bind", "127.0.0.1", "--protected-mode", "yes",
 		"--save", "", "--appendonly", appendOnly, "--appendfsync", fsync,
-		"--dir", o.Dir, "--logfile", "", "--daemonize", "no"}})
+		"--dir", o.Dir, "--logfile", "", "--daemonize", "no"}, o.Args...)})
 	if err != nil {
 		return nil, err
 	}

@@ -60,7 +60,7 @@ type Backends struct {
 	Config    config.Config
 	Logger    *slog.Logger
 	DB        *postgres.DB
-	Redis     *redis.Client
+	Redis     redis.UniversalClient
 	Asynq     *asynq.Client
 	Namespace tasks.Namespace
 	enqueuer  *tasks.Enqueuer
@@ -91,7 +91,7 @@ func Open(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Backend
 	}
 	db.Secrets = cfg.Secrets
 	redis.SetLogger(redisLog{logger}) // the library's logger is the process's
-	rdb, err := OpenRedis(cctx, cfg.RedisURL)
+	rdb, err := OpenRedis(cctx, cfg.Redis)
 	if err != nil {
 		db.Close()
 		return nil, err
@@ -115,21 +115,6 @@ func Open(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Backend
 		Breaker:   tasks.NewRedisBreaker("outbox-enqueue", b.logBreaker),
 	}
 	return b, nil
-}
-
-// OpenRedis connects to Redis with request deadlines honoured.
-func OpenRedis(ctx context.Context, rawURL string) (*redis.Client, error) {
-	opts, err := redis.ParseURL(rawURL)
-	if err != nil {
-		return nil, fmt.Errorf("invalid REDIS_URL %s (%v); set REDIS_URL", config.Redacted(rawURL), err)
-	}
-	opts.ContextTimeoutEnabled = true
-	rdb := redis.NewClient(opts)
-	if err := rdb.Ping(ctx).Err(); err != nil {
-		rdb.Close()
-		return nil, fmt.Errorf("cannot reach Redis at %s (%v); set REDIS_URL", config.Redacted(rawURL), err)
-	}
-	return rdb, nil
 }
 
 // Close releases the connections. The asynq client shares the Redis
@@ -158,21 +143,25 @@ func (b *Backends) Edge(ctx context.Context) (*ingest.Server, error) {
 	sctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
 	if err := cache.Start(sctx); err != nil {
-		return nil, fmt.Errorf("%v; set REDIS_URL", err)
+		return nil, fmt.Errorf("%v; set %s", err, b.Config.Redis.Setting())
 	}
 	b.closers = append(b.closers, cache.Close)
 	// Clicks and visits have a Redis client of their own, with short
 	// timeouts and no retries, so that an outage diverts them to Postgres
 	// within the pipeline's deadline (traffic.RedisOptions); its breaker
 	// also keeps pending-click lookups off a Redis that is away.
-	clicksRedis := redis.NewClient(traffic.RedisOptions(b.Redis.Options()))
+	redisOpts, err := RedisOptions(b.Config.Redis)
+	if err != nil {
+		return nil, err
+	}
+	clicksRedis := NewRedisClient(b.Config.Redis.Mode, traffic.RedisOptions(redisOpts))
 	b.closers = append(b.closers, func() { clicksRedis.Close() })
 	// One connection dialled now, so that the first click batch does not
 	// spend its 50 ms on a dial; a busy machine may miss the short
 	// timeouts once, so it tries until the connect deadline.
 	for err := clicksRedis.Ping(sctx).Err(); err != nil; err = clicksRedis.Ping(sctx).Err() {
 		if sctx.Err() != nil {
-			return nil, fmt.Errorf("cannot reach Redis for clicks (%v); set REDIS_URL", err)
+			return nil, fmt.Errorf("cannot reach Redis for clicks (%v); set %s", err, b.Config.Redis.Setting())
 		}
 		time.Sleep(20 * time.Millisecond) // paces the retries
 	}
@@ -424,9 +413,9 @@ func (b *Backends) queuesDashboard() http.Handler {
 	if b.Config.OperatorToken == "" {
 		return nil
 	}
-	conn, err := asynq.ParseRedisURI(b.Config.RedisURL)
+	conn, err := AsynqConn(b.Config.Redis)
 	if err != nil {
-		b.Logger.Warn("asynq dashboard disabled: REDIS_URL not understood by asynq", "err", err)
+		b.Logger.Warn("asynq dashboard disabled: Redis settings not understood by asynq", "err", err)
 		return nil
 	}
 	h := asynqmon.New(asynqmon.Options{RootPath: "/ops/queues", RedisConnOpt: conn, ReadOnly: b.Config.OpsQueuesReadOnly})
@@ -562,7 +551,7 @@ func (b *Backends) Worker(opts WorkerOptions) (*Worker, error) {
 	if opts.Scheduler {
 		// The scheduler gets a connection of its own: asynq closes it on
 		// shutdown and refuses to close a shared one.
-		conn, err := asynq.ParseRedisURI(b.Config.RedisURL)
+		conn, err := AsynqConn(b.Config.Redis)
 		if err != nil {
 			return nil, err
 		}
