@@ -418,8 +418,7 @@ func BenchmarkWriteClicksRollups(b *testing.B) {
 	}
 	w := trafficWorld{program: p, partner: pa, link: l, store: postgres.NewTrafficStore(tb.db.DB)}
 	var seq atomic.Int64
-	write := func(b *testing.B) {
-		const batchSize = 42
+	write := func(b *testing.B, batchSize int) {
 		b.SetParallelism(2) // 4 writers on two cores
 		b.ResetTimer()
 		b.RunParallel(func(pb *testing.PB) {
@@ -446,13 +445,17 @@ func BenchmarkWriteClicksRollups(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	for round := range 2 {
-		for _, on := range []bool{round == 0, round != 0} {
-			name := "rollups=off"
-			if on {
-				name = "rollups=on"
+	// 42 clicks is a batch of a lightly loaded edge; 500 a full task
+	// (traffic.DefaultMaxBatch), what the worker writes while draining.
+	for _, size := range []int{42, 500} {
+		for round := range 2 {
+			for _, on := range []bool{round == 0, round != 0} {
+				name := fmt.Sprintf("batch=%d/rollups=off", size)
+				if on {
+					name = fmt.Sprintf("batch=%d/rollups=on", size)
+				}
+				b.Run(name, func(b *testing.B) { trigger(b, on); write(b, size) })
 			}
-			b.Run(name, func(b *testing.B) { trigger(b, on); write(b) })
 		}
 	}
 	trigger(b, true)
