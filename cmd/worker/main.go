@@ -50,7 +50,7 @@ func NewMain() *Main { return &Main{} }
 // ParseFlags reads flags and the environment.
 func (m *Main) ParseFlags(args []string, getenv func(string) string) error {
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
-	fs.StringVar(&m.Options.Queues, "queues", "all", "comma-separated queues to serve: clicks, visits, processor, notifications, webhooks, emails, maintenance (or all)")
+	fs.StringVar(&m.Options.Queues, "queues", "all", "comma-separated queues to serve: clicks, visits, processor, notifications, webhooks, emails, maintenance (or all); clicks and visits mean every shard of TRAFFIC_SHARDS, clicks-2 one shard")
 	fs.IntVar(&m.Options.Concurrency, "concurrency", 4*runtime.NumCPU(), "processor, notification, webhook and maintenance tasks processed at once")
 	fs.IntVar(&m.Options.TrafficConcurrency, "traffic-concurrency", 16*runtime.NumCPU(), "click and visit tasks processed at once (those running together share one insert)")
 	fs.BoolVar(&m.Options.Scheduler, "scheduler", true, "run the deployment's one scheduler (set false on every other replica)")

@@ -17,9 +17,26 @@
 // deadline while Redis is down or hung.
 //
 // Visits take the same road on the visits queue, without records.
+//
+// Shards: with Config.Shards = N > 1 (TRAFFIC_SHARDS) the batches go round
+// robin to the queues clicks-0 … clicks-N-1 (and visits-0 …), each an
+// asynq queue of its own and so a hash slot of its own in a Redis Cluster;
+// a batch's records carry its queue's hash tag (tasks.PendingClicksKey),
+// so its records and its task live on one node, and Pending looks a click
+// up in every shard in one pipelined round.
+//
+// Replicas: with Config.WaitReplicas = n > 0 (REDIS_WAIT_REPLICAS) a batch
+// is acknowledged only once n replicas of its shard's primary hold it. The
+// task is queued first, then the records (or, for visits, a marker key)
+// and WAIT n go in one pipeline to that same primary: WAIT counts the
+// writes of its own connection, and the replication stream is ordered, so
+// a replica that acknowledged the later write also holds the task. Fewer
+// replicas than n within the batch's deadline fail the batch's Redis write
+// and it is written to Postgres, as when Redis is away.
 package traffic
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -41,9 +58,13 @@ const (
 	DefaultMaxBatch     = 500                   // clicks per task: about 200 KB of payload
 	DefaultMaxInflight  = 4                     // batches written at once
 	DefaultRedisTimeout = 50 * time.Millisecond // a healthy enqueue of a full batch takes a few ms
-	DefaultProbeEvery   = time.Second           // how long an open breaker waits before one batch probes Redis
-	DefaultLastTry      = 2 * time.Second       // Redis's last try at a batch Postgres refused: failing its clicks is worse than waiting
-	DefaultStoreTimeout = 5 * time.Second       // with the Redis deadline, within the edge's 10 s request deadline
+	// DefaultWaitTimeout is the Redis deadline of a batch when it waits
+	// for replicas: its enqueue and its records+WAIT are two round trips
+	// one after the other, the second to a replica and back.
+	DefaultWaitTimeout  = 100 * time.Millisecond
+	DefaultProbeEvery   = time.Second     // how long an open breaker waits before one batch probes Redis
+	DefaultLastTry      = 2 * time.Second // Redis's last try at a batch Postgres refused: failing its clicks is worse than waiting
+	DefaultStoreTimeout = 5 * time.Second // with the Redis deadline, within the edge's 10 s request deadline
 )
 
 // pendingLookupTimeout bounds a lead's or sale's read of a click still in
@@ -55,6 +76,12 @@ type Config struct {
 	Redis     redis.UniversalClient // for the click:<id> records; ContextTimeoutEnabled
 	Queue     *asynq.Client
 	Namespace tasks.Namespace
+	// Shards is how many queues each of clicks and visits is spread over
+	// (TRAFFIC_SHARDS; 0 and 1 mean the single queues clicks and visits).
+	Shards int
+	// WaitReplicas, when above 0, acknowledges a batch only once that many
+	// replicas of its queue's primary hold it (REDIS_WAIT_REPLICAS).
+	WaitReplicas int
 	// Breaker guards the Redis writes; nil means NewBreaker("traffic-queue",
 	// OnBreakerChange).
 	Breaker         *gobreaker.CircuitBreaker[struct{}]
@@ -65,7 +92,7 @@ type Config struct {
 
 	MaxBatch     int
 	MaxInflight  int
-	RedisTimeout time.Duration // per batch
+	RedisTimeout time.Duration // per batch; default DefaultRedisTimeout, or DefaultWaitTimeout with WaitReplicas
 	LastTry      time.Duration // per batch Postgres refused, past the breaker
 	StoreTimeout time.Duration // per batch, on the direct path
 	PendingTTL   time.Duration // of a pending-click record; default tasks.PendingClickTTL
@@ -77,6 +104,8 @@ type Pipeline struct {
 	clicks *groupcommit.Committer[queued[ledger.Click]]
 	visits *groupcommit.Committer[queued[ledger.Visit]]
 	stats  Stats
+	// turns of the round robin of click and visit batches over the shards
+	clickTurn, visitTurn atomic.Uint64
 }
 
 // Stats count what the pipeline did since it started.
@@ -103,8 +132,14 @@ func New(cfg Config) *Pipeline {
 	if cfg.MaxInflight <= 0 {
 		cfg.MaxInflight = DefaultMaxInflight
 	}
+	if cfg.Shards < 1 {
+		cfg.Shards = 1
+	}
 	if cfg.RedisTimeout <= 0 {
 		cfg.RedisTimeout = DefaultRedisTimeout
+		if cfg.WaitReplicas > 0 {
+			cfg.RedisTimeout = DefaultWaitTimeout
+		}
 	}
 	if cfg.StoreTimeout <= 0 {
 		cfg.StoreTimeout = DefaultStoreTimeout
@@ -182,9 +217,18 @@ func (p *Pipeline) RecordVisit(ctx context.Context, v *ledger.Visit) error {
 	return p.visits.Add(ctx, queued[ledger.Visit]{item: v, wire: wire})
 }
 
+// shard picks the queue of the next batch of a traffic queue: round
+// robin over its shards. Every attempt at one batch uses the same queue,
+// so that its TaskID dedupes a second enqueue.
+func (p *Pipeline) shard(turn *atomic.Uint64, queue string) string {
+	i := (turn.Add(1) - 1) % uint64(p.cfg.Shards)
+	return tasks.TrafficQueue(queue, int(i), p.cfg.Shards)
+}
+
 func (p *Pipeline) flushClicks(batch []queued[ledger.Click]) error {
-	return p.flush("clicks", len(batch),
-		func(ctx context.Context) error { return p.enqueueClicks(ctx, batch) },
+	queue := p.shard(&p.clickTurn, tasks.QueueClicks)
+	return p.flush(queue, len(batch),
+		func(ctx context.Context) error { return p.enqueueClicks(ctx, queue, batch) },
 		func(ctx context.Context) error {
 			_, err := p.cfg.Store.WriteClicks(ctx, items(batch))
 			return err
@@ -192,18 +236,18 @@ func (p *Pipeline) flushClicks(batch []queued[ledger.Click]) error {
 }
 
 func (p *Pipeline) flushVisits(batch []queued[ledger.Visit]) error {
-	return p.flush("visits", len(batch),
-		func(ctx context.Context) error {
-			return p.enqueue(ctx, tasks.NewVisitBatchTask(wires(batch)), tasks.QueueVisits, batch[0].item.ID)
-		},
+	queue := p.shard(&p.visitTurn, tasks.QueueVisits)
+	return p.flush(queue, len(batch),
+		func(ctx context.Context) error { return p.enqueueVisits(ctx, queue, batch) },
 		func(ctx context.Context) error {
 			_, err := p.cfg.Store.WriteVisits(ctx, items(batch))
 			return err
 		})
 }
 
-// flush writes one batch to Redis through the breaker, else to Postgres,
-// else, as a last resort past the breaker, to Redis once more.
+// flush writes one batch to Redis (to the queue what) through the
+// breaker, else to Postgres, else, as a last resort past the breaker, to
+// Redis once more.
 func (p *Pipeline) flush(what string, n int, toRedis, toStore func(context.Context) error) error {
 	rctx, cancel := context.WithTimeout(context.Background(), p.cfg.RedisTimeout)
 	err := p.throughBreaker(func() error { return toRedis(rctx) })
@@ -246,37 +290,111 @@ func (p *Pipeline) throughBreaker(fn func() error) error {
 
 // enqueueClicks writes a batch's pending-click records (one pipelined
 // round trip: an HSET and an EXPIRE per second the batch spans, usually
-// one) and its task (one asynq enqueue) at the same time; the batch is
-// durable once both succeeded.
-func (p *Pipeline) enqueueClicks(ctx context.Context, batch []queued[ledger.Click]) error {
+// one) and its task (one asynq enqueue) to queue. Without WaitReplicas
+// both go at the same time and the batch is durable once both succeeded;
+// with it the task goes first, then the records with the WAIT
+// (replicated).
+func (p *Pipeline) enqueueClicks(ctx context.Context, queue string, batch []queued[ledger.Click]) error {
+	records := p.pendingRecords(queue, batch)
+	write := func(pipe redis.Pipeliner) {
+		for key, fields := range records {
+			pipe.HSet(ctx, key, fields...)
+			pipe.Expire(ctx, key, p.cfg.PendingTTL)
+		}
+	}
+	task := tasks.NewClickBatchTask(wires(batch))
+	if p.cfg.WaitReplicas > 0 {
+		if err := p.enqueue(ctx, task, queue, batch[0].item.ID); err != nil {
+			return err
+		}
+		if err := p.replicated(ctx, queue, write); err != nil {
+			return fmt.Errorf("write click records: %w", err)
+		}
+		return nil
+	}
 	recorded := make(chan error, 1)
 	go func() {
 		_, err := p.cfg.Redis.Pipelined(ctx, func(pipe redis.Pipeliner) error {
-			for key, fields := range p.pendingRecords(batch) {
-				pipe.HSet(ctx, key, fields...)
-				pipe.Expire(ctx, key, p.cfg.PendingTTL)
-			}
+			write(pipe)
 			return nil
 		})
 		recorded <- err
 	}()
-	err := p.enqueue(ctx, tasks.NewClickBatchTask(wires(batch)), tasks.QueueClicks, batch[0].item.ID)
+	err := p.enqueue(ctx, task, queue, batch[0].item.ID)
 	if rerr := <-recorded; rerr != nil {
 		err = errors.Join(err, fmt.Errorf("write click records: %w", rerr))
 	}
 	return err
 }
 
-// pendingRecords groups a batch's records by the hash of their second
-// (tasks.PendingClicksKey): field, value, field, value…
-func (p *Pipeline) pendingRecords(batch []queued[ledger.Click]) map[string][]any {
+// enqueueVisits queues a batch of visits on queue; with WaitReplicas, a
+// marker write in the queue's slot carries the WAIT (replicated).
+func (p *Pipeline) enqueueVisits(ctx context.Context, queue string, batch []queued[ledger.Visit]) error {
+	first := batch[0].item.ID
+	if err := p.enqueue(ctx, tasks.NewVisitBatchTask(wires(batch)), queue, first); err != nil {
+		return err
+	}
+	if p.cfg.WaitReplicas == 0 {
+		return nil
+	}
+	return p.replicated(ctx, queue, func(pipe redis.Pipeliner) {
+		pipe.Set(ctx, p.cfg.Namespace.ReplicatedKey(queue), first, replicatedMarkerTTL)
+	})
+}
+
+// replicatedMarkerTTL keeps a shard's marker (tasks.ReplicatedKey) only
+// while its shard is busy: it matters only until its WAIT answered.
+const replicatedMarkerTTL = time.Minute
+
+// replicated runs write and then WAIT WaitReplicas in one pipeline on the
+// primary that holds queue's hash slot, which is where the batch's task
+// went: a pipeline is one connection, so the WAIT counts write, and a
+// replica that holds write holds the task queued before it. On a cluster
+// client a keyless WAIT may go to any node, so the pipeline runs on the
+// slot's node client (MasterForKey); a single-server or Sentinel client
+// runs every pipeline on one connection to its primary. The WAIT gets
+// three quarters of what is left of the batch's deadline, so that its
+// answer, not the deadline, ends the attempt.
+func (p *Pipeline) replicated(ctx context.Context, queue string, write func(redis.Pipeliner)) error {
+	var node redis.Cmdable = p.cfg.Redis
+	if cc, ok := p.cfg.Redis.(*redis.ClusterClient); ok {
+		n, err := cc.MasterForKey(ctx, p.cfg.Namespace.ReplicatedKey(queue))
+		if err != nil {
+			return fmt.Errorf("find the primary of queue %s: %w", queue, err)
+		}
+		node = n
+	}
+	timeout := p.cfg.RedisTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = time.Until(dl)
+	}
+	timeout = timeout * 3 / 4
+	if timeout < time.Millisecond { // WAIT n 0 would block for ever
+		return fmt.Errorf("no time left to wait for %d replicas", p.cfg.WaitReplicas)
+	}
+	acked := redis.NewIntCmd(ctx, "wait", p.cfg.WaitReplicas, timeout.Milliseconds())
+	if _, err := node.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		write(pipe)
+		return pipe.Process(ctx, acked)
+	}); err != nil {
+		return err
+	}
+	if n := acked.Val(); n < int64(p.cfg.WaitReplicas) {
+		return fmt.Errorf("%d of %d replicas acknowledged the batch within %v", n, p.cfg.WaitReplicas, timeout)
+	}
+	return nil
+}
+
+// pendingRecords groups a batch's records by the hash of their second in
+// queue (tasks.PendingClicksKey): field, value, field, value…
+func (p *Pipeline) pendingRecords(queue string, batch []queued[ledger.Click]) map[string][]any {
 	byKey := make(map[string][]any, 1)
 	for i := range batch {
 		at, ok := ledger.ClickTime(batch[i].item.ID) // what PendingClick reads by
 		if !ok {
 			at = batch[i].item.OccurredAt
 		}
-		key := p.cfg.Namespace.PendingClicksKey(at)
+		key := p.cfg.Namespace.PendingClicksKey(queue, at)
 		if byKey[key] == nil {
 			byKey[key] = make([]any, 0, 2*len(batch))
 		}
@@ -285,9 +403,9 @@ func (p *Pipeline) pendingRecords(batch []queued[ledger.Click]) map[string][]any
 	return byKey
 }
 
-// enqueue adds a batch task to a queue. Its TaskID is the id of its first
-// item, which no other batch holds: a conflict means an earlier attempt
-// whose answer timed out queued this very batch, which is success.
+// enqueue adds a batch task to a queue (a shard). Its TaskID is the id of
+// its first item, which no other batch holds: a conflict means an earlier
+// attempt whose answer timed out queued this very batch, which is success.
 func (p *Pipeline) enqueue(ctx context.Context, t *asynq.Task, queue, firstID string) error {
 	_, err := p.cfg.Queue.EnqueueContext(ctx, t,
 		asynq.Queue(p.cfg.Namespace.Queue(queue)),
@@ -329,6 +447,10 @@ func wires[T any](batch []queued[T]) [][]byte {
 type Pending struct {
 	Redis     redis.UniversalClient
 	Namespace tasks.Namespace
+	// Shards is the pipeline's (TRAFFIC_SHARDS; 0 and 1 mean the single
+	// clicks queue): a click's record is in the hash of its second in one
+	// of the shards' queues (tasks.TrafficQueues).
+	Shards int
 	// Breaker, when set (the pipeline's), skips Redis while it is open:
 	// the lookup fails at once instead of waiting out a Redis deadline
 	// inside the caller's transaction.
@@ -342,9 +464,11 @@ var ErrRedisAway = errors.New("traffic: Redis is away (queue breaker open): pend
 var _ ledger.PendingClicks = (*Pending)(nil)
 
 // PendingClick returns the click acknowledged under clickID whose record
-// has not expired. Errors: ENotFound; a Redis failure (or ErrRedisAway)
-// is returned as it is (the caller answers 500 and its client retries,
-// rather than losing the attribution).
+// has not expired. With shards it reads the second's hash of every shard
+// in one pipelined round (a cluster client sends each node its HGETs at
+// once). Errors: ENotFound; a Redis failure (or ErrRedisAway) is returned
+// as it is, unless another shard holds the click (the caller answers 500
+// and its client retries, rather than losing the attribution).
 func (p *Pending) PendingClick(ctx context.Context, clickID string) (*ledger.Click, error) {
 	at, ok := ledger.ClickTime(clickID)
 	if !ok {
@@ -355,15 +479,36 @@ func (p *Pending) PendingClick(ctx context.Context, clickID string) (*ledger.Cli
 	}
 	ctx, cancel := context.WithTimeout(ctx, pendingLookupTimeout)
 	defer cancel()
-	b, err := p.Redis.HGet(ctx, p.Namespace.PendingClicksKey(at), clickID).Bytes()
-	if errors.Is(err, redis.Nil) {
-		return nil, ledger.NewError(ledger.ENotFound, "click not found")
-	} else if err != nil {
-		return nil, fmt.Errorf("traffic: read pending click %s: %w", clickID, err)
+	queues := tasks.TrafficQueues(tasks.QueueClicks, p.Shards)
+	reads := make([]*redis.StringCmd, len(queues))
+	if len(queues) == 1 {
+		reads[0] = p.Redis.HGet(ctx, p.Namespace.PendingClicksKey(queues[0], at), clickID)
+	} else {
+		// The error is each read's, looked at below.
+		p.Redis.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+			for i, q := range queues {
+				reads[i] = pipe.HGet(ctx, p.Namespace.PendingClicksKey(q, at), clickID)
+			}
+			return nil
+		})
 	}
-	c, err := tasks.DecodeClick(b)
-	if err != nil {
-		return nil, fmt.Errorf("traffic: decode pending click %s: %w", clickID, err)
+	var failed error
+	for _, r := range reads {
+		b, err := r.Bytes()
+		if errors.Is(err, redis.Nil) {
+			continue
+		} else if err != nil {
+			failed = cmp.Or(failed, err)
+			continue
+		}
+		c, err := tasks.DecodeClick(b)
+		if err != nil {
+			return nil, fmt.Errorf("traffic: decode pending click %s: %w", clickID, err)
+		}
+		return c, nil
 	}
-	return c, nil
+	if failed != nil {
+		return nil, fmt.Errorf("traffic: read pending click %s: %w", clickID, failed)
+	}
+	return nil, ledger.NewError(ledger.ENotFound, "click not found")
 }

@@ -7,6 +7,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -74,9 +76,15 @@ func deadRedis(t *testing.T) *redis.Client {
 // queuedClicks returns the clicks of every pending task of the clicks
 // queue, batch by batch.
 func (b *testBundle) queuedClicks(t *testing.T) [][]ledger.Click {
+	return b.queuedIn(t, tasks.QueueClicks)
+}
+
+// queuedIn returns the clicks of every pending task of a click queue (or
+// shard), batch by batch.
+func (b *testBundle) queuedIn(t *testing.T, queue string) [][]ledger.Click {
 	t.Helper()
 	insp := asynq.NewInspectorFromRedisClient(b.rdb)
-	infos, err := insp.ListPendingTasks(b.ns.Queue(tasks.QueueClicks), asynq.PageSize(1000))
+	infos, err := insp.ListPendingTasks(b.ns.Queue(queue), asynq.PageSize(1000))
 	if errors.Is(err, asynq.ErrQueueNotFound) {
 		return nil
 	} else if err != nil {
@@ -174,7 +182,8 @@ func TestConcurrentClicksShareOneTask(t *testing.T) {
 			t.Fatalf("pending click = %+v, want %+v", got, c)
 		}
 	}
-	ttl := b.rdb.TTL(ctx, b.ns.PendingClicksKey(first.OccurredAt)).Val()
+	// One shard: the records are in the hash of the plain clicks queue.
+	ttl := b.rdb.TTL(ctx, b.ns.PendingClicksKey(tasks.QueueClicks, first.OccurredAt)).Val()
 	if ttl < 23*time.Hour || ttl > 24*time.Hour {
 		t.Fatalf("record TTL %v, want about 24 h", ttl)
 	}
@@ -185,16 +194,177 @@ func TestConcurrentClicksShareOneTask(t *testing.T) {
 
 func TestPendingClickNotFound(t *testing.T) {
 	b := setup(t)
-	pending := &Pending{Redis: b.rdb, Namespace: b.ns}
-	for _, id := range []string{ledger.NewClickID(time.Now()), "user_42", ""} {
-		if _, err := pending.PendingClick(context.Background(), id); ledger.ErrorCode(err) != ledger.ENotFound {
-			t.Fatalf("PendingClick(%q) = %v, want not found", id, err)
+	for _, shards := range []int{1, 3} {
+		pending := &Pending{Redis: b.rdb, Namespace: b.ns, Shards: shards}
+		for _, id := range []string{ledger.NewClickID(time.Now()), "user_42", ""} {
+			if _, err := pending.PendingClick(context.Background(), id); ledger.ErrorCode(err) != ledger.ENotFound {
+				t.Fatalf("%d shards: PendingClick(%q) = %v, want not found", shards, id, err)
+			}
+		}
+		dead := &Pending{Redis: deadRedis(t), Namespace: b.ns, Shards: shards}
+		if _, err := dead.PendingClick(context.Background(), ledger.NewClickID(time.Now())); err == nil ||
+			ledger.ErrorCode(err) == ledger.ENotFound {
+			t.Fatalf("%d shards: Redis down is not 'not found': %v", shards, err)
 		}
 	}
-	if _, err := (&Pending{Redis: deadRedis(t), Namespace: b.ns}).PendingClick(context.Background(), ledger.NewClickID(time.Now())); err == nil ||
-		ledger.ErrorCode(err) == ledger.ENotFound {
-		t.Fatalf("Redis down is not 'not found': %v", err)
+}
+
+// forgetShards removes the namespace's shard queues from asynq's set of
+// queues when the test ends (redistest deletes their keys, and the
+// unsharded queues' names).
+func forgetShards(t *testing.T, rdb *redis.Client, ns tasks.Namespace, shards int) {
+	t.Cleanup(func() {
+		for _, q := range []string{tasks.QueueClicks, tasks.QueueVisits} {
+			for i := 0; i < shards; i++ {
+				rdb.SRem(context.Background(), "asynq:queues", ns.Queue(tasks.TrafficQueue(q, i, shards)))
+			}
+		}
+	})
+}
+
+// With three shards, batches go round robin to clicks-0, clicks-1 and
+// clicks-2 (and visits to visits-0 …), each click's record sits in its
+// shard's hash, and a pending lookup finds it in whichever shard it is.
+func TestShardsSpreadBatchesRoundRobin(t *testing.T) {
+	b := setup(t)
+	forgetShards(t, b.rdb, b.ns, 3)
+	p := New(Config{Redis: b.rdb, Queue: asynq.NewClientFromRedisClient(b.rdb), Namespace: b.ns, Shards: 3,
+		Breaker: tasks.NewRedisBreaker("test", nil), Store: b.store, Logger: quiet, RedisTimeout: 2 * time.Second})
+	ctx := context.Background()
+	clicks := make([]*ledger.Click, 6)
+	for i := range clicks { // one at a time: a batch each
+		clicks[i] = b.click(i)
+		if err := p.RecordClick(ctx, clicks[i]); err != nil {
+			t.Fatal(err)
+		}
 	}
+	if q := b.queuedIn(t, tasks.QueueClicks); len(q) != 0 {
+		t.Fatalf("%d tasks on the plain clicks queue with 3 shards", len(q))
+	}
+	for i := 0; i < 3; i++ {
+		shard := tasks.TrafficQueue(tasks.QueueClicks, i, 3)
+		q := b.queuedIn(t, shard)
+		if len(q) != 2 {
+			t.Fatalf("%s holds %d tasks, want 2 of the 6 batches", shard, len(q))
+		}
+		for _, batch := range q {
+			c := batch[0]
+			if n, err := b.rdb.HExists(ctx, b.ns.PendingClicksKey(shard, c.OccurredAt), c.ID).Result(); err != nil || !n {
+				t.Fatalf("record of %s (queued on %s) not in its shard's hash: %v, %v", c.ID, shard, n, err)
+			}
+		}
+	}
+	sharded := &Pending{Redis: b.rdb, Namespace: b.ns, Shards: 3}
+	for _, c := range clicks {
+		if got, err := sharded.PendingClick(ctx, c.ID); err != nil || got.SessionID != c.SessionID {
+			t.Fatalf("pending click %s over 3 shards: %+v, %v", c.ID, got, err)
+		}
+	}
+	// The plain queue's hash holds none of them.
+	if _, err := (&Pending{Redis: b.rdb, Namespace: b.ns}).PendingClick(ctx, clicks[0].ID); ledger.ErrorCode(err) != ledger.ENotFound {
+		t.Fatalf("a sharded click found in the unsharded hash: %v", err)
+	}
+	insp := asynq.NewInspectorFromRedisClient(b.rdb)
+	for i := 0; i < 3; i++ {
+		id := ledger.NewClickID(time.Now())
+		at, _ := ledger.ClickTime(id)
+		if err := p.RecordVisit(ctx, &ledger.Visit{ID: id, OccurredAt: at, ProgramID: b.programID}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 3; i++ {
+		shard := b.ns.Queue(tasks.TrafficQueue(tasks.QueueVisits, i, 3))
+		if infos, err := insp.ListPendingTasks(shard); err != nil || len(infos) != 1 {
+			t.Fatalf("%s: %d tasks, %v; want 1", shard, len(infos), err)
+		}
+	}
+	if s := p.Stats(); s.Batches.Load() != 9 || s.Diverted.Load() != 0 {
+		t.Fatalf("stats: %d queued, %d diverted; want 9, 0", s.Batches.Load(), s.Diverted.Load())
+	}
+}
+
+// After TRAFFIC_SHARDS goes from 1 to 3, a click queued before, on the
+// plain clicks queue, is still found.
+func TestShardedPendingFindsUnshardedClick(t *testing.T) {
+	b := setup(t)
+	c := b.click(0)
+	if err := b.pipeline(nil, b.store).RecordClick(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	got, err := (&Pending{Redis: b.rdb, Namespace: b.ns, Shards: 3}).PendingClick(context.Background(), c.ID)
+	if err != nil || got.ID != c.ID {
+		t.Fatalf("pending click: %+v, %v", got, err)
+	}
+}
+
+// replicas returns how many replicas the shared Redis has.
+func replicas(t *testing.T, rdb *redis.Client) int {
+	t.Helper()
+	info, err := rdb.Info(context.Background(), "replication").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "connected_slaves:"); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				t.Fatalf("INFO replication: %q", line)
+			}
+			return n
+		}
+	}
+	t.Fatalf("INFO replication without connected_slaves: %q", info)
+	return 0
+}
+
+// A batch that fewer replicas than REDIS_WAIT_REPLICAS acknowledge is not
+// acknowledged through Redis: it is written to Postgres (its task, queued
+// first, finds the rows there and skips them).
+func TestWaitForMissingReplicasDivertsToPostgres(t *testing.T) {
+	b := setup(t)
+	want := replicas(t, b.rdb) + 1 // more than the shared Redis has
+	newPipeline := func() *Pipeline {
+		return New(Config{Redis: b.rdb, Queue: asynq.NewClientFromRedisClient(b.rdb), Namespace: b.ns,
+			WaitReplicas: want, Store: b.store, Logger: quiet})
+	}
+	p := newPipeline()
+	if p.cfg.RedisTimeout != DefaultWaitTimeout {
+		t.Fatalf("Redis deadline %v while waiting for replicas, want %v", p.cfg.RedisTimeout, DefaultWaitTimeout)
+	}
+	ctx := context.Background()
+	c := b.click(0)
+	if err := p.RecordClick(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	if s := p.Stats(); s.Batches.Load() != 0 || s.Diverted.Load() != 1 || b.rows(t) != 1 {
+		t.Fatalf("stats: %d queued, %d diverted, %d rows; want 0, 1, 1", s.Batches.Load(), s.Diverted.Load(), b.rows(t))
+	}
+	// The records were written before the WAIT, on the same connection.
+	if got, err := (&Pending{Redis: b.rdb, Namespace: b.ns}).PendingClick(ctx, c.ID); err != nil || got.ID != c.ID {
+		t.Fatalf("pending click: %+v, %v", got, err)
+	}
+	// Visits wait on a marker in their queue's slot.
+	v := b.visit()
+	p = newPipeline()
+	if err := p.RecordVisit(ctx, v); err != nil {
+		t.Fatal(err)
+	}
+	var visits int
+	if err := b.db.QueryRow(`SELECT count(*) FROM visits WHERE visit_id = $1`, v.ID).Scan(&visits); err != nil || visits != 1 {
+		t.Fatalf("%d visit rows, %v; want the diverted visit", visits, err)
+	}
+	if id, err := b.rdb.Get(ctx, b.ns.ReplicatedKey(tasks.QueueVisits)).Result(); err != nil || id != v.ID {
+		t.Fatalf("marker = %q, %v; want the batch's first visit id", id, err)
+	}
+	if d := p.Stats().Diverted.Load(); d != 1 {
+		t.Fatalf("%d visit batches diverted, want 1", d)
+	}
+}
+
+func (b *testBundle) visit() *ledger.Visit {
+	id := ledger.NewClickID(time.Now())
+	at, _ := ledger.ClickTime(id)
+	return &ledger.Visit{ID: id, OccurredAt: at, ProgramID: b.programID, PageURL: "https://p.example/"}
 }
 
 func TestRedisDownDivertsWholeBatchToPostgres(t *testing.T) {

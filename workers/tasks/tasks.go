@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -55,33 +56,104 @@ type Namespace string
 // Queue returns the full name of a queue.
 func (ns Namespace) Queue(name string) string { return string(ns) + name }
 
+// TrafficQueue is shard i of a traffic queue (QueueClicks or QueueVisits)
+// spread over shards queues: the queue itself when shards is 1, else
+// queue-i. Every shard is an asynq queue of its own, whose keys share one
+// hash slot ({queue}), so in a Redis Cluster the shards spread over the
+// primaries.
+func TrafficQueue(queue string, i, shards int) string {
+	if shards <= 1 {
+		return queue
+	}
+	return queue + "-" + strconv.Itoa(i)
+}
+
+// TrafficQueues lists the queues of a traffic queue spread over shards
+// queues that a worker drains: the queue itself when shards is 1; else
+// every shard and the queue itself, which still holds what was queued
+// while shards was 1.
+func TrafficQueues(queue string, shards int) []string {
+	if shards <= 1 {
+		return []string{queue}
+	}
+	out := make([]string, 0, shards+1)
+	for i := 0; i < shards; i++ {
+		out = append(out, TrafficQueue(queue, i, shards))
+	}
+	return append(out, queue)
+}
+
+// trafficShard reads a shard's name (queue-i, as TrafficQueue writes it)
+// into its traffic queue and index.
+func trafficShard(name string) (queue string, i int, ok bool) {
+	for _, q := range []string{QueueClicks, QueueVisits} {
+		digits, found := strings.CutPrefix(name, q+"-")
+		if !found {
+			continue
+		}
+		n, err := strconv.Atoi(digits)
+		if err != nil || n < 0 || strconv.Itoa(n) != digits {
+			return "", 0, false
+		}
+		return q, n, true
+	}
+	return "", 0, false
+}
+
 // Queues maps the named queues (comma-separated, or "all"/"") to their
-// full names and weights.
-func (ns Namespace) Queues(names string) (map[string]int, error) {
+// full names and weights, with the click and visit traffic spread over
+// shards queues each (TRAFFIC_SHARDS): "clicks" names every click queue
+// (TrafficQueues), "clicks-2" only that shard.
+func (ns Namespace) Queues(names string, shards int) (map[string]int, error) {
+	if shards < 1 {
+		shards = 1
+	}
 	out := make(map[string]int)
+	add := func(q string, w int) {
+		if q == QueueClicks || q == QueueVisits {
+			for _, s := range TrafficQueues(q, shards) {
+				out[ns.Queue(s)] = w
+			}
+			return
+		}
+		out[ns.Queue(q)] = w
+	}
 	if names == "" || names == "all" {
 		for q, w := range AllQueues {
-			out[ns.Queue(q)] = w
+			add(q, w)
 		}
 		return out, nil
 	}
 	for _, q := range strings.Split(names, ",") {
 		q = strings.TrimSpace(q)
-		w, ok := AllQueues[q]
-		if !ok {
-			return nil, fmt.Errorf("unknown queue %q (queues: clicks, visits, processor, notifications, webhooks, emails, maintenance)", q)
+		if w, ok := AllQueues[q]; ok {
+			add(q, w)
+			continue
 		}
-		out[ns.Queue(q)] = w
+		base, i, ok := trafficShard(q)
+		switch {
+		case ok && shards > 1 && i < shards:
+			out[ns.Queue(q)] = AllQueues[base]
+		case ok && shards == 1:
+			return nil, fmt.Errorf("queue %q is a shard, but TRAFFIC_SHARDS is 1: the %s traffic has the one queue %s", q, base, base)
+		case ok:
+			return nil, fmt.Errorf("queue %q is not a shard of TRAFFIC_SHARDS=%d: the %s shards are %s … %s",
+				q, shards, base, TrafficQueue(base, 0, shards), TrafficQueue(base, shards-1, shards))
+		default:
+			return nil, fmt.Errorf("unknown queue %q (queues: clicks, visits, processor, notifications, webhooks, emails, maintenance, or one traffic shard such as clicks-0)", q)
+		}
 	}
 	return out, nil
 }
 
 // SplitTraffic splits the namespace's full queue names (from Queues) into
-// the click and visit queues and the others.
+// the click and visit queues (every shard) and the others.
 func (ns Namespace) SplitTraffic(queues map[string]int) (traffic, others map[string]int) {
 	traffic, others = map[string]int{}, map[string]int{}
 	for q, w := range queues {
-		if q == ns.Queue(QueueClicks) || q == ns.Queue(QueueVisits) {
+		name, inNS := strings.CutPrefix(q, string(ns))
+		_, _, shard := trafficShard(name)
+		if inNS && (name == QueueClicks || name == QueueVisits || shard) {
 			traffic[q] = w
 		} else {
 			others[q] = w

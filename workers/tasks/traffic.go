@@ -30,13 +30,27 @@ const PendingClickTTL = 24 * time.Hour
 func (ns Namespace) Key(name string) string { return string(ns) + name }
 
 // PendingClicksKey is the Redis hash that holds the records of the clicks
-// of the second at (field: click id, value: the click's wire form). A
-// click id carries its time, so a reader finds the hash from the id
-// alone. One hash per second lets the edge write a whole batch with one
+// of the second at whose batch went to queue (a traffic queue's shard,
+// TrafficQueue; field: click id, value: the click's wire form). A click id
+// carries its time, so a reader finds the hash from the id alone, in each
+// shard. One hash per second lets the edge write a whole batch with one
 // HSET and one EXPIRE instead of a key per click, and keeps each hash
-// small enough to expire without stalling Redis.
-func (ns Namespace) PendingClicksKey(at time.Time) string {
-	return ns.Key("clicks:pending:" + strconv.FormatInt(at.Unix(), 10))
+// small enough to expire without stalling Redis. The hash carries the
+// queue's hash tag, {<full queue name>}, as asynq's keys of that queue do,
+// so that a batch's records and its task live on one Redis Cluster node
+// (REDIS_WAIT_REPLICAS waits on that node for both).
+func (ns Namespace) PendingClicksKey(queue string, at time.Time) string {
+	return ns.Key("clicks:pending:{" + ns.Queue(queue) + "}:" + strconv.FormatInt(at.Unix(), 10))
+}
+
+// ReplicatedKey is a small key in queue's hash slot that the edge
+// overwrites after queuing a batch without records (visits) when it waits
+// for replicas: WAIT counts only the writes of its own connection, and
+// asynq enqueues on a connection of its pool, so a write of the edge's
+// own, on the same primary and after the task, is what the replicas
+// acknowledge.
+func (ns Namespace) ReplicatedKey(queue string) string {
+	return ns.Key("traffic:replicated:{" + ns.Queue(queue) + "}")
 }
 
 // clickWire is a click as the queue and its pending record carry it.

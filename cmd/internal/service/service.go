@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -146,35 +147,11 @@ func (b *Backends) Edge(ctx context.Context) (*ingest.Server, error) {
 		return nil, fmt.Errorf("%v; set %s", err, b.Config.Redis.Setting())
 	}
 	b.closers = append(b.closers, cache.Close)
-	// Clicks and visits have a Redis client of their own, with short
-	// timeouts and no retries, so that an outage diverts them to Postgres
-	// within the pipeline's deadline (traffic.RedisOptions); its breaker
-	// also keeps pending-click lookups off a Redis that is away.
-	redisOpts, err := RedisOptions(b.Config.Redis)
+	pipeline, pending, err := b.trafficPipeline(ctx, trafficStore, 0)
 	if err != nil {
 		return nil, err
 	}
-	clicksRedis := NewRedisClient(b.Config.Redis.Mode, traffic.RedisOptions(redisOpts))
-	b.closers = append(b.closers, func() { clicksRedis.Close() })
-	// One connection dialled now, so that the first click batch does not
-	// spend its 50 ms on a dial; a busy machine may miss the short
-	// timeouts once, so it tries until the connect deadline.
-	for err := clicksRedis.Ping(sctx).Err(); err != nil; err = clicksRedis.Ping(sctx).Err() {
-		if sctx.Err() != nil {
-			return nil, fmt.Errorf("cannot reach Redis for clicks (%v); set %s", err, b.Config.Redis.Setting())
-		}
-		time.Sleep(20 * time.Millisecond) // paces the retries
-	}
-	pipeline := traffic.New(traffic.Config{
-		Redis:           clicksRedis,
-		Queue:           asynq.NewClientFromRedisClient(clicksRedis),
-		Namespace:       b.Namespace,
-		OnBreakerChange: b.logBreaker,
-		Store:           trafficStore,
-		Logger:          b.Logger,
-	})
 	trafficBreaker := pipeline.Breaker()
-	pending := &traffic.Pending{Redis: clicksRedis, Namespace: b.Namespace, Breaker: trafficBreaker}
 	programs := postgres.NewProgramService(b.DB)
 	balances := postgres.NewBalanceService(b.DB)
 	accounts := postgres.NewAccountService(b.DB)
@@ -316,6 +293,47 @@ func (b *Backends) Edge(ctx context.Context) (*ingest.Server, error) {
 	return srv, nil
 }
 
+// trafficPipeline builds the edge's click and visit pipeline, spread over
+// TRAFFIC_SHARDS queues and waiting for REDIS_WAIT_REPLICAS replicas, and
+// the pending-click reader behind its breaker. Clicks and visits have a
+// Redis client of their own (closed with the backends), with short
+// timeouts and no retries, so that an outage diverts them to Postgres
+// within the pipeline's deadline (traffic.RedisOptions); the breaker also
+// keeps pending-click lookups off a Redis that is away. redisTimeout, when
+// not zero, replaces the pipeline's per-batch Redis deadline (tests).
+func (b *Backends) trafficPipeline(ctx context.Context, store ledger.TrafficStore, redisTimeout time.Duration) (*traffic.Pipeline, *traffic.Pending, error) {
+	redisOpts, err := RedisOptions(b.Config.Redis)
+	if err != nil {
+		return nil, nil, err
+	}
+	clicksRedis := NewRedisClient(b.Config.Redis.Mode, traffic.RedisOptions(redisOpts))
+	b.closers = append(b.closers, func() { clicksRedis.Close() })
+	// One connection dialled now, so that the first click batch does not
+	// spend its 50 ms on a dial; a busy machine may miss the short
+	// timeouts once, so it tries until the connect deadline.
+	sctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	for err := clicksRedis.Ping(sctx).Err(); err != nil; err = clicksRedis.Ping(sctx).Err() {
+		if sctx.Err() != nil {
+			return nil, nil, fmt.Errorf("cannot reach Redis for clicks (%v); set %s", err, b.Config.Redis.Setting())
+		}
+		time.Sleep(20 * time.Millisecond) // paces the retries
+	}
+	pipeline := traffic.New(traffic.Config{
+		Redis:           clicksRedis,
+		Queue:           asynq.NewClientFromRedisClient(clicksRedis),
+		Namespace:       b.Namespace,
+		Shards:          b.Config.Redis.TrafficShards,
+		WaitReplicas:    b.Config.Redis.WaitReplicas,
+		OnBreakerChange: b.logBreaker,
+		Store:           store,
+		Logger:          b.Logger,
+		RedisTimeout:    redisTimeout,
+	})
+	pending := &traffic.Pending{Redis: clicksRedis, Namespace: b.Namespace, Shards: b.Config.Redis.TrafficShards, Breaker: pipeline.Breaker()}
+	return pipeline, pending, nil
+}
+
 // devSignInHosts are the only host names the edge answers for with
 // DEV_SIGNIN=1 (loopback and PUBLIC_BASE_URL's host), so that a page that
 // re-points its own name at 127.0.0.1 cannot sign in through the edge;
@@ -335,7 +353,7 @@ func (b *Backends) devSignInHosts() []string {
 // edge whose batch may not have reached Postgres yet; the lead, sale and
 // processor services resolve click ids with it.
 func (b *Backends) PendingClicks() ledger.PendingClicks {
-	return &traffic.Pending{Redis: b.Redis, Namespace: b.Namespace}
+	return &traffic.Pending{Redis: b.Redis, Namespace: b.Namespace, Shards: b.Config.Redis.TrafficShards}
 }
 
 // Synthetic runs the CLI's test events and synthetic chains through the
@@ -384,11 +402,8 @@ func (b *Backends) upCollector() prometheus.Collector {
 func (b *Backends) edgeMetrics(outbox *postgres.Outbox, breakers metrics.BreakerStates, clicks *traffic.Stats) (*prometheus.Registry, *metrics.HTTP) {
 	reg := metrics.NewRegistry()
 	requests := metrics.NewHTTP(reg)
-	queues := make([]string, 0, len(tasks.AllQueues))
-	for q := range tasks.AllQueues {
-		queues = append(queues, b.Namespace.Queue(q))
-	}
-	slices.Sort(queues)
+	all, _ := b.Namespace.Queues("all", b.Config.Redis.TrafficShards) // "all" has no error
+	queues := slices.Sorted(maps.Keys(all))
 	reg.MustRegister(
 		metrics.NewQueueCollector(asynq.NewInspectorFromRedisClient(b.Redis), queues),
 		metrics.NewOutboxCollector(func(ctx context.Context) (int64, time.Time, error) {
@@ -476,7 +491,7 @@ const trafficPoll = 100 * time.Millisecond
 
 // Worker builds a worker over the backends.
 func (b *Backends) Worker(opts WorkerOptions) (*Worker, error) {
-	queues, err := b.Namespace.Queues(opts.Queues)
+	queues, err := b.Namespace.Queues(opts.Queues, b.Config.Redis.TrafficShards)
 	if err != nil {
 		return nil, err
 	}
