@@ -76,7 +76,10 @@ fuzz:
 #   BENCH_ONLY=money       the raw sale transaction, sales at max and at
 #                          1 k/s, refunds at max and at 1 k/s;
 #   BENCH_ONLY=listing     the event listing and the performance endpoint
-#                          on the bulk-loaded clicks.
+#                          on the bulk-loaded clicks;
+#   BENCH_ONLY=redis-scale the ceilings, then click intake on a 3-primary
+#                          cluster against one Redis, and with
+#                          REDIS_WAIT_REPLICAS=1 against 0.
 # BENCH_EDGE_BIN and BENCH_WORKER_BIN measure binaries built from another
 # checkout instead (the database is migrated by this checkout's
 # partnerctl), to compare old and new code on the same machine in the

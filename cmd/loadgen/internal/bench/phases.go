@@ -84,6 +84,10 @@ func (b *bench) measureService(ctx context.Context) error {
 	if err := b.aofCost(ctx, w); err != nil {
 		return fmt.Errorf("AOF comparison: %w", err)
 	}
+	b.say("== Redis Cluster and REDIS_WAIT_REPLICAS")
+	if err := b.redisScale(ctx); err != nil {
+		return fmt.Errorf("Redis Cluster and REDIS_WAIT_REPLICAS: %w", err)
+	}
 	b.say("== clicks through a Redis kill")
 	b.settle(ctx, "clicks through a Redis kill")
 	if err := b.redisKill(ctx); err != nil {
