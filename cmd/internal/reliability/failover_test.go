@@ -1,0 +1,278 @@
+package reliability
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/lib/pq"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/partnertrack/partnertrack/cmd/internal/proc"
+)
+
+// TestFailover: under click and sale load from concurrent clients, the
+// Redis primary that holds a click shard is killed (SIGKILL) and its
+// replica promoted, in a Redis Cluster and under Sentinel, with
+// REDIS_WAIT_REPLICAS=0 and 1. The load goes on a while after the
+// promotion, then a worker drains the queues, and every click and sale
+// the edge answered 200 is looked up in Postgres by its id. What is
+// acceptable (docs/reliability.md, "Redis failover"): with the setting
+// on, no acknowledged click or sale lost; with it off, the loss is
+// measured and reported with the clicks acknowledged in the last 100 ms
+// before the kill (the window at risk), not asserted.
+func TestFailover(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []string{"cluster", "sentinel"} {
+		for _, wait := range []int{0, 1} {
+			t.Run(fmt.Sprintf("%s/wait-%d", mode, wait), func(t *testing.T) {
+				t.Parallel()
+				failover(t, mode, wait)
+			})
+		}
+	}
+}
+
+// ack is a click the edge answered 200, and when.
+type ack struct {
+	id string
+	at time.Time
+}
+
+func failover(t *testing.T, mode string, wait int) {
+	sc := report(t, fmt.Sprintf("failover/%s-primary-killed-wait-%d", mode, wait))
+	rs := modeStack(t, mode)
+	rs.extra["REDIS_WAIT_REPLICAS"] = strconv.Itoa(wait)
+	e := rs.startEdge(t, nil)
+
+	// Sales name clicks stored beforehand (a worker drains them, then
+	// stops: no task is in a worker's hands when the primary dies, so
+	// the drain after the kill needs no lease recovery). Sales are
+	// spread over the keys of several programs (120 a minute a key).
+	kills := scale(1, 3)
+	ws := mustWorlds(t, e.client, scale(3, 20), nil)
+	nClicks := scale(300, 1500)
+	pre := make([]string, nClicks)
+	first := rs.startWorker(t, []string{"--scheduler=false", "--concurrency", "4"}, nil)
+	run(4, nClicks, func(i int) { pre[i] = mustClick(t, e.client, ws[i%len(ws)]) })
+	rs.waitCount(t, nClicks, time.Minute, `SELECT count(*) FROM clicks`)
+	if err := first.Stop(); err != nil {
+		t.Fatalf("stop the first worker: %v", err)
+	}
+	shards := rs.queues(t, "clicks")
+	if len(shards) == 0 {
+		t.Fatal("no click queue after the first clicks")
+	}
+
+	// The load: 4 click clients and 2 sale clients until stop.
+	var mu sync.Mutex
+	var clicks []ack
+	var sold []string
+	var clickAnswers, saleAnswers tally
+	var nextSale atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		runUntil(4, stop, func(i int) {
+			time.Sleep(2 * time.Millisecond) // a steady load, not a benchmark
+			rep, err := e.call(req{method: "POST", path: "/api/v1/track/click", body: ws[i%len(ws)].clickBody(),
+				header: map[string]string{"X-Forwarded-For": ipOf(1<<20 + i)}})
+			if err != nil {
+				clickAnswers.add(0)
+				return
+			}
+			clickAnswers.add(rep.Status)
+			if id, _ := rep.Body["click_id"].(string); rep.Status == 200 && id != "" {
+				mu.Lock()
+				clicks = append(clicks, ack{id, time.Now()})
+				mu.Unlock()
+			}
+		})
+	}()
+	go func() {
+		defer wg.Done()
+		runUntil(2, stop, func(int) {
+			time.Sleep(50 * time.Millisecond)
+			i := int(nextSale.Add(1)) - 1
+			if i >= nClicks {
+				return // every stored click bought once
+			}
+			txn := fmt.Sprintf("txn-failover-%d", i)
+			rep, err := e.call(req{method: "POST", path: "/api/v1/track/sale", token: ws[i%len(ws)].LiveKey,
+				body: map[string]any{"transaction_id": txn, "amount_cents": 2500, "click_id": pre[i]}})
+			if err != nil {
+				saleAnswers.add(0)
+				return
+			}
+			saleAnswers.add(rep.Status)
+			if rep.Status == 200 {
+				mu.Lock()
+				sold = append(sold, txn)
+				mu.Unlock()
+			}
+		})
+	}()
+	acked := func() int { mu.Lock(); defer mu.Unlock(); return len(clicks) }
+
+	// Load, then each kill: the primary serving a click shard's pending
+	// list dies, the replica is promoted, the load goes on. The phases
+	// are the load's length, not waits for a condition.
+	steady := scale(1500*time.Millisecond, 5*time.Second)
+	var killedAt []time.Time
+	var promotion []time.Duration
+	time.Sleep(steady)
+	for k := 0; k < kills; k++ {
+		before := acked()
+		waitLoad(t, "clicks acknowledged before the kill", func() bool { return acked() > before })
+		at, took := killPrimary(t, rs, shards[k%len(shards)])
+		killedAt = append(killedAt, at)
+		promotion = append(promotion, took)
+		time.Sleep(steady)
+	}
+	close(stop)
+	wg.Wait()
+
+	// Drain what Redis holds, then count by id.
+	rs.startWorker(t, []string{"--concurrency", "4"}, nil)
+	rs.waitIdle(t, rs.rdb, scale(2*time.Minute, 5*time.Minute))
+	mu.Lock()
+	ids := make([]string, len(clicks))
+	for i, c := range clicks {
+		ids[i] = c.id
+	}
+	txns := append([]string(nil), sold...)
+	mu.Unlock()
+	stored := storedClicks(t, rs, ids)
+	salesStored := rs.count(t, `SELECT count(*) FROM sales WHERE processor_event_id = ANY($1)`, pq.Array(txns))
+
+	// The window at risk: clicks acknowledged in the 100 ms before a
+	// kill; and the lost clicks' distance from the kill.
+	var atRisk int
+	var lostAges []string
+	for _, c := range clicks {
+		for _, k := range killedAt {
+			if !c.at.After(k) && k.Sub(c.at) <= 100*time.Millisecond {
+				atRisk++
+			}
+		}
+		if !stored[c.id] {
+			age := "after every kill"
+			for _, k := range killedAt {
+				if !c.at.After(k) {
+					age = ms(k.Sub(c.at)) + " before a kill"
+					break
+				}
+			}
+			lostAges = append(lostAges, age)
+		}
+	}
+	lost := len(ids) - len(stored)
+	diverted := e.Logs.Count("queue write failed: batch written to Postgres")
+	sc.counts(len(ids)+len(txns), len(stored)+salesStored)
+	sc.note("clicks accepted %d, stored %d, lost %d (%d acknowledged in the 100 ms before a kill); sales accepted %d, stored %d",
+		len(ids), len(stored), lost, atRisk, len(txns), salesStored)
+	sc.note("clicks %s; sales %s; %d kills of a click shard's primary (%v), promoted after %v; %d batches diverted to Postgres",
+		clickAnswers.String(), saleAnswers.String(), kills, shards, promotion, diverted)
+	t.Logf("%s, REDIS_WAIT_REPLICAS=%d: clicks accepted %d, stored %d, lost %d; at risk (acknowledged ≤ 100 ms before a kill) %d; sales accepted %d, stored %d",
+		mode, wait, len(ids), len(stored), lost, atRisk, len(txns), salesStored)
+	if len(lostAges) > 0 {
+		t.Logf("lost clicks acknowledged: %s", strings.Join(lostAges, ", "))
+	}
+	if salesStored != len(txns) {
+		t.Errorf("sales stored %d, accepted %d", salesStored, len(txns))
+	}
+	if wait > 0 && lost > 0 {
+		t.Errorf("with REDIS_WAIT_REPLICAS=%d, %d of %d acknowledged clicks lost", wait, lost, len(ids))
+	}
+	if len(ids) == 0 || len(txns) == 0 {
+		t.Errorf("no load: %d clicks and %d sales accepted", len(ids), len(txns))
+	}
+}
+
+// killPrimary kills (SIGKILL) the primary holding queue's pending list
+// and waits until its replica is promoted and the deployment healthy
+// again. Under Sentinel the killed node is then restarted as a replica of
+// the new primary, so that a later kill has a replica to promote. It
+// returns when the kill was sent and how long the promotion took.
+func killPrimary(t *testing.T, rs *redisStack, queue string) (time.Time, time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var victim *proc.RedisNode
+	var err error
+	switch {
+	case rs.cluster != nil:
+		victim, err = rs.cluster.PrimaryFor(ctx, "asynq:{"+queue+"}:pending")
+	default:
+		victim, err = rs.sentinel.Primary(ctx)
+	}
+	if err != nil {
+		t.Fatalf("the primary of %s: %v", queue, err)
+	}
+	if rs.cluster != nil && !hasReplica(ctx, victim) {
+		t.Fatalf("the primary %s of %s has no replica left to promote", victim.Addr(), queue)
+	}
+	at := time.Now()
+	victim.Kill()
+	if rs.cluster != nil {
+		err = rs.cluster.WaitHealthy(time.Minute)
+	} else {
+		err = rs.sentinel.WaitHealthy(time.Minute)
+	}
+	took := time.Since(at).Round(10 * time.Millisecond)
+	if err != nil {
+		t.Fatalf("no promotion after killing %s: %v", victim.Addr(), err)
+	}
+	if rs.sentinel != nil {
+		primary, err := rs.sentinel.Primary(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		victim.P, err = proc.StartRedis(proc.RedisOptions{Port: victim.Port, Dir: victim.Dir,
+			Args: []string{"--replicaof", "127.0.0.1", strconv.Itoa(primary.Port)}})
+		if err != nil {
+			t.Fatalf("restart %s as a replica: %v", victim.Addr(), err)
+		}
+		if err := rs.sentinel.WaitHealthy(time.Minute); err != nil {
+			t.Fatalf("the restarted replica %s: %v", victim.Addr(), err)
+		}
+	}
+	return at, took
+}
+
+// hasReplica reports whether the cluster node n has a connected replica.
+func hasReplica(ctx context.Context, n *proc.RedisNode) bool {
+	c := redis.NewClient(&redis.Options{Addr: n.Addr()})
+	defer c.Close()
+	info, err := c.Info(ctx, "replication").Result()
+	return err == nil && !strings.Contains(info, "connected_slaves:0")
+}
+
+// storedClicks is the set of ids stored in Postgres.
+func storedClicks(t *testing.T, rs *redisStack, ids []string) map[string]bool {
+	t.Helper()
+	rows, err := rs.db.Query(`SELECT click_id FROM clicks WHERE click_id = ANY($1)`, pq.Array(ids))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	out := make(map[string]bool, len(ids))
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		out[id] = true
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
