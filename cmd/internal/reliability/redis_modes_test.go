@@ -63,6 +63,16 @@ func modeStack(t *testing.T, mode string) *redisStack {
 	return rs
 }
 
+// reconnect replaces the test's cluster client by one seeded with the
+// nodes still running (a no-op in the other modes).
+func (rs *redisStack) reconnect() {
+	if rs.cluster == nil {
+		return
+	}
+	rs.rdb.Close()
+	rs.rdb = redis.NewClusterClient(&redis.ClusterOptions{Addrs: rs.cluster.Addrs()})
+}
+
 // privateRedisStack is a stack over a fresh database and a private Redis
 // deployment: the namespace need not be unique, and REDIS_URL names one
 // node (in cluster and Sentinel mode only its user, password and TLS
