@@ -38,10 +38,11 @@ func TestFailover(t *testing.T) {
 	}
 }
 
-// ack is a click the edge answered 200, and when.
+// ack is a click the edge answered 200, when, and how long it took.
 type ack struct {
-	id string
-	at time.Time
+	id   string
+	at   time.Time
+	took time.Duration
 }
 
 func failover(t *testing.T, mode string, wait int) {
@@ -82,6 +83,7 @@ func failover(t *testing.T, mode string, wait int) {
 		defer wg.Done()
 		runUntil(4, stop, func(i int) {
 			time.Sleep(2 * time.Millisecond) // a steady load, not a benchmark
+			start := time.Now()
 			rep, err := e.call(req{method: "POST", path: "/api/v1/track/click", body: ws[i%len(ws)].clickBody(),
 				header: map[string]string{"X-Forwarded-For": ipOf(1<<20 + i)}})
 			if err != nil {
@@ -91,7 +93,7 @@ func failover(t *testing.T, mode string, wait int) {
 			clickAnswers.add(rep.Status)
 			if id, _ := rep.Body["click_id"].(string); rep.Status == 200 && id != "" {
 				mu.Lock()
-				clicks = append(clicks, ack{id, time.Now()})
+				clicks = append(clicks, ack{id, time.Now(), time.Since(start)})
 				mu.Unlock()
 			}
 		})
@@ -160,8 +162,9 @@ func failover(t *testing.T, mode string, wait int) {
 	drained := time.Since(drainFrom).Round(100 * time.Millisecond)
 	mu.Lock()
 	ids := make([]string, len(clicks))
+	took := make([]time.Duration, len(clicks))
 	for i, c := range clicks {
-		ids[i] = c.id
+		ids[i], took[i] = c.id, c.took
 	}
 	txns := append([]string(nil), sold...)
 	mu.Unlock()
@@ -192,12 +195,14 @@ func failover(t *testing.T, mode string, wait int) {
 	lost := len(ids) - len(stored)
 	diverted := e.Logs.Count("queue write failed: batch written to Postgres")
 	sc.counts(len(ids)+len(txns), len(stored)+salesStored)
+	p50, p99, worst := percentile(took, 0.5), percentile(took, 0.99), percentile(took, 1)
 	sc.note("clicks accepted %d, stored %d, lost %d (%d acknowledged in the 100 ms before a kill); sales accepted %d, stored %d",
 		len(ids), len(stored), lost, atRisk, len(txns), salesStored)
+	sc.note("click p50 %s, p99 %s, max %s", ms(p50), ms(p99), ms(worst))
 	sc.note("clicks %s; sales %s; %d kills of a click shard's primary (%v), promoted after %v; %d batches diverted to Postgres; drained in %s",
 		clickAnswers.String(), saleAnswers.String(), len(killedAt), shards, promotion, diverted, drained)
-	t.Logf("%s, REDIS_WAIT_REPLICAS=%d: clicks accepted %d, stored %d, lost %d; at risk (acknowledged ≤ 100 ms before a kill) %d; sales accepted %d, stored %d",
-		mode, wait, len(ids), len(stored), lost, atRisk, len(txns), salesStored)
+	t.Logf("%s, REDIS_WAIT_REPLICAS=%d: clicks accepted %d, stored %d, lost %d; at risk (acknowledged ≤ 100 ms before a kill) %d; sales accepted %d, stored %d; click p50 %s, p99 %s, max %s",
+		mode, wait, len(ids), len(stored), lost, atRisk, len(txns), salesStored, ms(p50), ms(p99), ms(worst))
 	if len(lostAges) > 0 {
 		t.Logf("lost clicks acknowledged: %s", strings.Join(lostAges, ", "))
 	}
