@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hibiken/asynq"
 	"github.com/lib/pq"
 	"github.com/redis/go-redis/v9"
 
@@ -157,8 +158,9 @@ func failover(t *testing.T, mode string, wait int) {
 	// of seconds before it reloads the slots.
 	rs.reconnect()
 	drainFrom := time.Now()
-	rs.startWorker(t, []string{"--concurrency", "4"}, nil)
+	drain := rs.startWorker(t, []string{"--concurrency", "4"}, nil)
 	rs.waitIdle(t, rs.rdb, scale(2*time.Minute, 5*time.Minute))
+	left := waitNoRetries(t, rs, scale(2*time.Minute, 5*time.Minute))
 	drained := time.Since(drainFrom).Round(100 * time.Millisecond)
 	mu.Lock()
 	ids := make([]string, len(clicks))
@@ -199,12 +201,14 @@ func failover(t *testing.T, mode string, wait int) {
 	sc.note("clicks accepted %d, stored %d, lost %d (%d acknowledged in the 100 ms before a kill); sales accepted %d, stored %d",
 		len(ids), len(stored), lost, atRisk, len(txns), salesStored)
 	sc.note("click p50 %s, p99 %s, max %s", ms(p50), ms(p99), ms(worst))
-	sc.note("clicks %s; sales %s; %d kills of a click shard's primary (%v), promoted after %v; %d batches diverted to Postgres; drained in %s",
-		clickAnswers.String(), saleAnswers.String(), len(killedAt), shards, promotion, diverted, drained)
+	sc.note("clicks %s; sales %s; %d kills of a click shard's primary (%v), promoted after %v; %d batches diverted to Postgres; drained in %s%s",
+		clickAnswers.String(), saleAnswers.String(), len(killedAt), shards, promotion, diverted, drained, left)
 	t.Logf("%s, REDIS_WAIT_REPLICAS=%d: clicks accepted %d, stored %d, lost %d; at risk (acknowledged ≤ 100 ms before a kill) %d; sales accepted %d, stored %d; click p50 %s, p99 %s, max %s",
 		mode, wait, len(ids), len(stored), lost, atRisk, len(txns), salesStored, ms(p50), ms(p99), ms(worst))
 	if len(lostAges) > 0 {
-		t.Logf("lost clicks acknowledged: %s", strings.Join(lostAges, ", "))
+		t.Logf("lost clicks acknowledged: %s", strings.Join(lostAges[:min(len(lostAges), 50)], ", "))
+		t.Logf("the edge's warnings and errors:\n%s", problems(e.Logs.Text()))
+		t.Logf("the draining worker's warnings and errors:\n%s", problems(drain.Logs.Text()))
 	}
 	if salesStored != len(txns) {
 		t.Errorf("sales stored %d, accepted %d", salesStored, len(txns))
@@ -297,4 +301,68 @@ func storedClicks(t *testing.T, rs *redisStack, ids []string) map[string]bool {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// waitNoRetries waits until no task of the stack's queues waits for a
+// retry or a schedule either (waitIdle looks at pending and active ones
+// only), so that a batch the worker failed once is counted after its
+// retry; it returns a note of the archived tasks, if any.
+func waitNoRetries(t *testing.T, rs *redisStack, timeout time.Duration) string {
+	t.Helper()
+	insp := asynq.NewInspectorFromRedisClient(rs.rdb)
+	var archived int
+	err := proc.WaitFor(timeout, func() error {
+		archived = 0
+		qs, err := insp.Queues()
+		if err != nil {
+			return err
+		}
+		for _, q := range qs {
+			if !strings.HasPrefix(q, rs.ns) {
+				continue
+			}
+			info, err := insp.GetQueueInfo(q)
+			if err != nil {
+				return err
+			}
+			archived += info.Archived
+			if n := info.Pending + info.Active + info.Retry + info.Scheduled + info.Aggregating; n > 0 {
+				return fmt.Errorf("%s: %d pending, %d active, %d retry, %d scheduled, %d aggregating",
+					q, info.Pending, info.Active, info.Retry, info.Scheduled, info.Aggregating)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Errorf("the queues did not drain: %v", err)
+	}
+	if archived > 0 {
+		return fmt.Sprintf("; %d tasks archived", archived)
+	}
+	return ""
+}
+
+// problems are the distinct warning and error messages of a JSON log,
+// with how often each came, for a failure's diagnosis.
+func problems(logs string) string {
+	seen := map[string]int{}
+	var order []string
+	for _, l := range strings.Split(logs, "\n") {
+		if !strings.Contains(l, `"level":"WARN"`) && !strings.Contains(l, `"level":"ERROR"`) {
+			continue
+		}
+		key := l
+		if i := strings.Index(l, `"msg":`); i >= 0 {
+			key = l[i:min(len(l), i+300)]
+		}
+		if seen[key] == 0 {
+			order = append(order, key)
+		}
+		seen[key]++
+	}
+	var b strings.Builder
+	for _, k := range order {
+		fmt.Fprintf(&b, "%d× %s\n", seen[k], k)
+	}
+	return b.String()
 }
