@@ -186,7 +186,7 @@ func (st *stack) waitCount(t *testing.T, want int, timeout time.Duration, query 
 // waitIdle waits until the stack's workers have taken every task queued
 // in its namespace on rdb (none pending or running) and the outbox holds
 // nothing unsent, and fails the test with what is left after timeout.
-func (st *stack) waitIdle(t *testing.T, rdb *redis.Client, timeout time.Duration) {
+func (st *stack) waitIdle(t *testing.T, rdb redis.UniversalClient, timeout time.Duration) {
 	t.Helper()
 	insp := asynq.NewInspectorFromRedisClient(rdb)
 	deadline := time.Now().Add(timeout)
