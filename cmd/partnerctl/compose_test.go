@@ -23,7 +23,7 @@ type composeFile struct {
 
 // TestComposeFile checks docker-compose.yml without a Docker engine: the
 // services the contract names are there, every worker queue is served,
-// exactly one process runs the scheduler, Redis keeps an AOF, and every
+// exactly one process per deployment runs the scheduler, Redis keeps an AOF, and every
 // variable the app services set is one the configuration reads. Where a
 // compose client is installed it also validates the file.
 func TestComposeFile(t *testing.T) {
@@ -46,32 +46,49 @@ func TestComposeFile(t *testing.T) {
 	if ep := strings.Join(f.Services["migrate"].Entrypoint, " "); !strings.HasSuffix(ep, "partnerctl migrate") {
 		t.Errorf("migrate service runs %q", ep)
 	}
-	served := map[string]bool{}
-	schedulers := 0
+	// Each deployment (the app services sharing one database) serves every
+	// queue and runs exactly one scheduler: the default stack and the
+	// cluster profile's stack are two deployments.
+	type deployment struct {
+		served     map[string]bool
+		schedulers int
+	}
+	deployments := map[string]*deployment{}
 	for _, svc := range f.Services {
 		ep := svc.Entrypoint
 		if len(ep) == 0 || !strings.HasSuffix(ep[0], "/worker") {
 			continue
 		}
+		db := svc.Environment["DATABASE_URL"]
+		d := deployments[db]
+		if d == nil {
+			d = &deployment{served: map[string]bool{}}
+			deployments[db] = d
+		}
 		args := strings.Join(ep[1:], " ")
 		if !strings.Contains(args, "--scheduler=false") {
-			schedulers++
+			d.schedulers++
 		}
 		for i, a := range ep {
 			if a == "--queues" && i+1 < len(ep) {
 				for _, q := range strings.Split(ep[i+1], ",") {
-					served[q] = true
+					d.served[q] = true
 				}
 			}
 		}
 	}
-	for q := range tasks.AllQueues {
-		if !served[q] {
-			t.Errorf("no worker serves queue %s", q)
-		}
+	if len(deployments) != 2 {
+		t.Errorf("workers use %d databases, want 2 (the default stack and the cluster profile)", len(deployments))
 	}
-	if schedulers != 1 {
-		t.Errorf("%d worker services run the scheduler, want exactly 1", schedulers)
+	for db, d := range deployments {
+		for q := range tasks.AllQueues {
+			if !d.served[q] {
+				t.Errorf("%s: no worker serves queue %s", db, q)
+			}
+		}
+		if d.schedulers != 1 {
+			t.Errorf("%s: %d worker services run the scheduler, want exactly 1", db, d.schedulers)
+		}
 	}
 	known := map[string]bool{}
 	for _, k := range []string{"DATABASE_URL", "REDIS_URL", "LISTEN_ADDR", "PUBLIC_BASE_URL", "OPERATOR_TOKEN",
@@ -83,8 +100,8 @@ func TestComposeFile(t *testing.T) {
 	env := f.Services["edge"].Environment
 	// Every process seals or opens signing secrets: all get the same key.
 	for name, s := range f.Services {
-		if name == "postgres" || name == "redis" {
-			continue
+		if s.Image != f.Services["edge"].Image {
+			continue // Postgres, Redis and their one-shot setup services
 		}
 		if s.Environment["SECRETS_KEY"] != env["SECRETS_KEY"] || env["SECRETS_KEY"] == "" {
 			t.Errorf("service %s has SECRETS_KEY %q, want the edge's %q", name, s.Environment["SECRETS_KEY"], env["SECRETS_KEY"])
