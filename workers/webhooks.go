@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -51,15 +52,32 @@ type RetryPolicy struct {
 func isFailure(err error) bool { return !notify.IsBreakerOpen(err) }
 
 // retryDelay is the wait before a failed task runs again: what an open
-// breaker asks for, the webhook schedule for webhook deliveries, asynq's
-// default for the rest.
+// breaker asks for, the webhook schedule for webhook deliveries, a short
+// first retry for traffic batches (trafficRetryDelay), asynq's default
+// for the rest.
 func (p RetryPolicy) retryDelay(n int, err error, t *asynq.Task) time.Duration {
 	var open *notify.BreakerOpenError
 	if errors.As(err, &open) {
 		return open.RetryAfter
 	}
-	if t.Type() == tasks.TypeWebhookDeliver {
+	switch t.Type() {
+	case tasks.TypeWebhookDeliver:
 		return p.Webhooks.Delay(n)
+	case tasks.TypeClickBatch, tasks.TypeVisitBatch:
+		return trafficRetryDelay(n, err, t)
 	}
 	return asynq.DefaultRetryDelayFunc(n, err, t)
+}
+
+// trafficRetryDelay retries a click or visit batch the first time after
+// 1 to 3 s instead of asynq's 15 to 45 s: its write is idempotent, and
+// its first failure is usually a worker killed mid-batch (the lease
+// expired) or one lost statement, so its clicks reach Postgres and the
+// rollups a minute sooner. Later retries keep asynq's growing schedule,
+// so a long Postgres outage does not spend the retries in minutes.
+func trafficRetryDelay(n int, err error, t *asynq.Task) time.Duration {
+	if n > 0 {
+		return asynq.DefaultRetryDelayFunc(n, err, t)
+	}
+	return time.Second + rand.N(2*time.Second)
 }

@@ -503,8 +503,9 @@ func TestFaultWorkerKilledMidBatch(t *testing.T) {
 	}
 	// The killed worker may have committed a batch without acknowledging
 	// it: its clicks are all stored already, but the task itself only runs
-	// again after its lease expires and asynq's retry delay (15 to 45 s)
-	// passes. Wait for each orphan to be redone.
+	// again once asynq's recoverer finds its lease expired (30 s after the
+	// lease ran out, then every minute) and the first retry delay of a
+	// traffic batch (1 to 3 s) passes. Wait for each orphan to be redone.
 	for _, id := range orphans {
 		if state := waitTaskDone(insp, queue, id, 3*time.Minute); state != "" {
 			t.Errorf("orphaned batch %s is %s", id, state)
