@@ -221,8 +221,9 @@ func (st *stack) waitIdle(t *testing.T, rdb redis.UniversalClient, timeout time.
 
 // client calls an edge.
 type client struct {
-	base string
-	http *http.Client
+	base  string
+	http  *http.Client
+	calls atomic.Int64 // calls sent, for tests that must know none came between two of theirs
 }
 
 // newClient returns a client of the edge at base whose every exchange is
@@ -270,6 +271,7 @@ type req struct {
 // call sends a request; a transport error is returned, not fatal (the
 // fault tests count them).
 func (c *client) call(r req) (reply, error) {
+	c.calls.Add(1)
 	var rd io.Reader
 	switch b := r.body.(type) {
 	case nil:
