@@ -196,19 +196,34 @@ func failover(t *testing.T, mode string, wait int) {
 	}
 	lost := len(ids) - len(stored)
 	diverted := e.Logs.Count("queue write failed: batch written to Postgres")
+	// A batch the drain failed once waits out its retry before it is
+	// counted; how often that happened, and why, is part of the report.
+	failedTries := drain.Logs.Count("task failed")
+	if failedTries > 0 {
+		t.Logf("the draining worker's failed tries:\n%s", problems(drain.Logs.Text()))
+	}
 	sc.counts(len(ids)+len(txns), len(stored)+salesStored)
 	p50, p99, worst := percentile(took, 0.5), percentile(took, 0.99), percentile(took, 1)
 	sc.note("clicks accepted %d, stored %d, lost %d (%d acknowledged in the 100 ms before a kill); sales accepted %d, stored %d",
 		len(ids), len(stored), lost, atRisk, len(txns), salesStored)
 	sc.note("click p50 %s, p99 %s, max %s", ms(p50), ms(p99), ms(worst))
-	sc.note("clicks %s; sales %s; %d kills of a click shard's primary (%v), promoted after %v; %d batches diverted to Postgres; drained in %s%s",
-		clickAnswers.String(), saleAnswers.String(), len(killedAt), shards, promotion, diverted, drained, left)
+	sc.note("clicks %s; sales %s; %d kills of a click shard's primary (%v), promoted after %v; %d batches diverted to Postgres; drained in %s, %d tries failed%s",
+		clickAnswers.String(), saleAnswers.String(), len(killedAt), shards, promotion, diverted, drained, failedTries, left)
 	t.Logf("%s, REDIS_WAIT_REPLICAS=%d: clicks accepted %d, stored %d, lost %d; at risk (acknowledged ≤ 100 ms before a kill) %d; sales accepted %d, stored %d; click p50 %s, p99 %s, max %s",
 		mode, wait, len(ids), len(stored), lost, atRisk, len(txns), salesStored, ms(p50), ms(p99), ms(worst))
 	if len(lostAges) > 0 {
 		t.Logf("lost clicks acknowledged: %s", strings.Join(lostAges[:min(len(lostAges), 50)], ", "))
 		t.Logf("the edge's warnings and errors:\n%s", problems(e.Logs.Text()))
 		t.Logf("the draining worker's warnings and errors:\n%s", problems(drain.Logs.Text()))
+		if rs.sentinel != nil {
+			// Who was promoted when, and how each replica synced: the
+			// nodes' and the sentinels' own logs.
+			for _, n := range append(rs.sentinel.Data, rs.sentinel.Sentinels...) {
+				if n.P != nil {
+					t.Logf("%s:\n%s", n.Addr(), n.P.Logs.Tail(60))
+				}
+			}
+		}
 	}
 	if salesStored != len(txns) {
 		t.Errorf("sales stored %d, accepted %d", salesStored, len(txns))
