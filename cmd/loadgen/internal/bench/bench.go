@@ -103,6 +103,7 @@ type bench struct {
 	ceilingRound, rawRound int
 	clickRuns              []*drive.Result // the click intake runs so far
 	clickTarget            int             // where the click intake's target goes in targets
+	moneyRate              float64         // the sales' and refunds' fixed rate
 }
 
 // Run runs the bench and returns the document it measured; an error
