@@ -114,9 +114,10 @@ func (b *bench) measureService(ctx context.Context) error {
 func (b *bench) provision(ctx context.Context, n *node) (*world, error) {
 	a := salePrograms(b.p.saleMax, 0)
 	// The fixed rate is a share of the better raw sale transaction, and
-	// its second run comes after the provisioning: keys for up to twice
-	// the first run's.
-	rateCap := shareOf(targets.moneyShare, max(maxSaleRate, 2*b.ceil["raw"]))
+	// its second run comes after the provisioning: keys for a second run
+	// up to 1.5× the first (a wider gap is noted as the machine's speed
+	// changing, see ceilingDrift).
+	rateCap := shareOf(targets.moneyShare, max(maxSaleRate, 1.5*b.ceil["raw"]))
 	r := salePrograms(b.p.saleRateFor, rateCap)
 	const singles = 6 // clicks at max, sustained, listing, two AOF, leads
 	c := drive.NewClient(n.addr, 16)

@@ -10,7 +10,7 @@ func TestSaleProgramsKeepEveryKeyUnderItsLimit(t *testing.T) {
 		d    time.Duration
 		rate float64
 	}{{20 * time.Second, 1000}, {10 * time.Second, 0}, {3 * time.Second, 0}, {5 * time.Second, 1000},
-		{20 * time.Second, shareOf(targets.moneyShare, maxSaleRate)}, {20 * time.Second, shareOf(targets.moneyShare, 2*3700)}} {
+		{20 * time.Second, shareOf(targets.moneyShare, maxSaleRate)}, {20 * time.Second, shareOf(targets.moneyShare, 1.5*3700)}} {
 		n := salePrograms(c.d, c.rate)
 		rate := c.rate
 		if rate == 0 {
