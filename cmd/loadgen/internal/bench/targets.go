@@ -103,13 +103,18 @@ func shareOf(share, ceiling float64) float64 {
 }
 
 // readRate is the fixed rate of a dashboard read whose slowest query went
-// at serial a second on one connection, back to back. That probe took at
-// most the whole machine, so a share of its rate takes at most that share
-// of the machine: readShare (0.5) keeps the reads under half load however
-// fast or busy the machine is, and however the query spreads over
-// processes (Postgres's parallel workers included).
-func readRate(serial float64) float64 {
-	return targets.readShare * serial
+// at serial a second on one connection, back to back, at most ceiling
+// when above 0 (and at least 1 a second). That probe took at most the
+// whole machine, so a share of its rate takes at most that share of the
+// machine: readShare (0.5) keeps the reads under half load however fast
+// or busy the machine is, and however the query spreads over processes
+// (Postgres's parallel workers included).
+func readRate(serial, ceiling float64) float64 {
+	rate := targets.readShare * serial
+	if ceiling > 0 {
+		rate = min(rate, ceiling)
+	}
+	return max(rate, 1)
 }
 
 // atMaxMet tells whether a max run reached ratio × its ceiling with every

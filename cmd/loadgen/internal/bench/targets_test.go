@@ -195,7 +195,10 @@ func TestRates(t *testing.T) {
 		{"sustained clicks at half the enqueue ceiling", shareOf(targets.sustainedShare, 23000), 11500},
 		{"sales at 0.3× the raw transaction", shareOf(targets.moneyShare, 1580), 474},
 		{"no ceiling, no rate", shareOf(targets.moneyShare, 0), 0},
-		{"a read at half its serial rate", readRate(62), 31},
+		{"a read at half its serial rate", readRate(62, 0), 31},
+		{"a read at most its ceiling", readRate(62, 15), 15},
+		{"a read under its ceiling", readRate(20, 15), 10},
+		{"a read at least once a second", readRate(0.5, 0), 1},
 	} {
 		if math.Abs(c.got-c.want) > 1e-9 {
 			t.Errorf("%s: %v, want %v", c.desc, c.got, c.want)
