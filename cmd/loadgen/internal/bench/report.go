@@ -113,7 +113,7 @@ func (d Document) Markdown() string {
 `)
 	fmt.Fprintf(&b, "\nEvery fixed-rate phase runs at a share of a ceiling measured in the same run (sustained clicks at %.1f× the fiber+enqueue ceiling, "+
 		"sales and refunds at %.1f× the raw sale transaction, the dashboard reads at %.1f× their own rate on one connection; only the Redis kill's "+
-		"steady %s clicks is absolute), so a target asks a machine at half the speed for the same share of its cores as a fast one. "+
+		"clicks, a steady %s, are absolute), so a target asks a machine at half the speed for the same share of its cores as a fast one. "+
 		"Every fixed-rate target allows at most %g %% of its requests late and bounds the p99, and every request must be sent and answered 2xx: "+
 		"a run where most requests were late fails whatever its p99. The figures are in one table, `cmd/loadgen/internal/bench/targets.go`; "+
 		"docs/decisions.md, \"Machine-relative bench targets\", gives the reasons.\n",
