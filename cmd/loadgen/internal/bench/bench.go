@@ -103,6 +103,7 @@ type bench struct {
 	ceilingRound, rawRound int
 	clickRuns              []*drive.Result // the click intake runs so far
 	clickTarget            int             // where the click intake's target goes in targets
+	moneyRate              float64         // the sales' and refunds' fixed rate
 }
 
 // Run runs the bench and returns the document it measured; an error
@@ -131,13 +132,12 @@ func Run(ctx context.Context, cfg Config) (doc Document, err error) {
 	sampling, stopSampling := context.WithCancel(ctx)
 	defer stopSampling()
 	b.cpu = stack.SampleCPU(sampling, 250*time.Millisecond)
-	loadStart := loadAverage()
-	defer func() {
-		if err == nil {
-			doc.Notes = append(doc.Notes, fmt.Sprintf("Load average (1 min) %s when the bench started: above about 1, other work "+
-				"was already using the two cores, and the figures are lower and noisier than on an idle machine.", loadStart))
-		}
-	}()
+	// The load the bench started under, in its first line and its first
+	// note: a busy machine lowers every figure, and the bench says so
+	// rather than repeating anything.
+	loadLine := loadStatement(loadAverage())
+	b.say("%s", loadLine)
+	b.note("%s", loadLine)
 	switch {
 	case cfg.Quick && cfg.Only != "":
 		b.note("BENCH_QUICK: short phases; a smoke check of the bench, not a measurement.")
@@ -440,17 +440,37 @@ func machine() string {
 	return s
 }
 
-// loadAverage is the 1-minute load average of the machine.
-func loadAverage() string {
+// loadAverage is the 1-minute load average of the machine (false when
+// /proc/loadavg cannot be read).
+func loadAverage() (float64, bool) {
 	raw, err := os.ReadFile("/proc/loadavg")
 	if err != nil {
-		return "unknown"
+		return 0, false
 	}
 	f := strings.Fields(string(raw))
 	if len(f) == 0 {
-		return "unknown"
+		return 0, false
 	}
-	return f[0]
+	avg, err := strconv.ParseFloat(f[0], 64)
+	return avg, err == nil
+}
+
+// busyLoad is the load average above which the bench says the machine was
+// busy when it started: more than one runnable process on average, other
+// work than the bench's own taking the cores.
+const busyLoad = 1.0
+
+// loadStatement is what the bench says of the load average it started
+// under.
+func loadStatement(avg float64, known bool) string {
+	switch {
+	case !known:
+		return "Load average (1 min) unknown when the bench started (no /proc/loadavg)."
+	case avg > busyLoad:
+		return fmt.Sprintf("Load average (1 min) %.2f when the bench started: above %g, other work was already using the cores, "+
+			"and the figures are lower and noisier than on an idle machine (the bench repeats nothing for it).", avg, busyLoad)
+	}
+	return fmt.Sprintf("Load average (1 min) %.2f when the bench started (at most %g: an idle machine).", avg, busyLoad)
 }
 
 func mb(n int64) string { return strconv.FormatInt(n/(1<<20), 10) + " MB" }

@@ -9,12 +9,11 @@ import (
 	"github.com/partnertrack/partnertrack/cmd/loadgen/internal/stack"
 )
 
-// Target of issue 21 item 10: clicks stay fast while Redis is away.
-const outageClickP99 = 50 * time.Millisecond
-
 // outageRate is the click rate of the Redis kill: a steady production
-// load, well under the intake's ceiling, so that the figure is the
-// failover's and not saturation's.
+// load, well under the intake's ceiling on any machine of this kind, so
+// that the figure is the failover's and not saturation's. It stays
+// absolute: the phase also runs alone (BENCH_ONLY=redis-kill), without
+// the ceilings.
 const outageRate = 1000
 
 // redisKill runs clicks at outageRate against an edge and a worker on a
@@ -69,20 +68,19 @@ func (b *bench) redisKill(ctx context.Context) error {
 		killed <- err
 	}()
 	pool := drive.PoolSize(outageRate) * 2
-	res := drive.Run(ctx, drive.Options{Rate: outageRate, Workers: pool, Duration: steady + outage + steady, Slow: outageClickP99},
+	res := drive.Run(ctx, drive.Options{Rate: outageRate, Workers: pool, Duration: steady + outage + steady, Slow: targets.outage.p99},
 		drive.Clicks(drive.NewClient(n.addr, pool), []drive.Program{p}, 5<<20))
 	if err := <-killed; err != nil {
 		return fmt.Errorf("restart Redis after the kill: %w", err)
 	}
 	took, got, ok := b.waitClicks(ctx, p.ID, before+res.Success(), b.p.drainWait)
 	stored := got - before
-	once := ok && stored == res.Success()
 	note := fmt.Sprintf("edge and worker on a private Redis (AOF everysec), killed (SIGKILL) %s into the run for %s; "+
 		"%d accepted clicks, %d in Postgres %s after the load; slower than %s by second: %s",
-		steady, outage, res.Success(), stored, took.Round(10*time.Millisecond), drive.Ms(outageClickP99), res.SlowSeconds())
+		steady, outage, res.Success(), stored, took.Round(10*time.Millisecond), drive.Ms(targets.outage.p99), res.SlowSeconds())
 	name := fmt.Sprintf("clicks at %s through a %s Redis kill", drive.Rate(outageRate), outage)
 	b.row(drive.Row{Name: name, Result: res, Note: note})
 	b.target(fmt.Sprintf("clicks p99 through a %s Redis kill", outage), b.rateMeasured(res)+fmt.Sprintf(", %d of %d stored once", stored, res.Success()),
-		"p99 ≤ "+drive.Ms(outageClickP99)+", all answered 2xx and stored once", rateOK(res, outageClickP99) && once)
+		targets.outage.want()+", every accepted click stored once", outageMet(res, stored, ok))
 	return nil
 }

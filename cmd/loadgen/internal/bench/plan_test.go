@@ -9,7 +9,8 @@ func TestSaleProgramsKeepEveryKeyUnderItsLimit(t *testing.T) {
 	for _, c := range []struct {
 		d    time.Duration
 		rate float64
-	}{{20 * time.Second, 1000}, {10 * time.Second, 0}, {3 * time.Second, 0}, {5 * time.Second, 1000}} {
+	}{{20 * time.Second, 1000}, {10 * time.Second, 0}, {3 * time.Second, 0}, {5 * time.Second, 1000},
+		{20 * time.Second, shareOf(targets.moneyShare, maxSaleRate)}, {20 * time.Second, shareOf(targets.moneyShare, 1.5*3700)}} {
 		n := salePrograms(c.d, c.rate)
 		rate := c.rate
 		if rate == 0 {
@@ -24,14 +25,18 @@ func TestSaleProgramsKeepEveryKeyUnderItsLimit(t *testing.T) {
 
 func TestPlansFitTheirBudget(t *testing.T) {
 	full, quick := planFor(false), planFor(true)
-	if full.sustained != 60*time.Second || full.sustainedRate != 10000 || full.listingClicks != 10_000_000 || full.saleRate != 1000 {
-		t.Fatalf("the full plan does not measure what issue 10 asks: %+v", full)
+	if full.sustained != 60*time.Second || full.listingClicks != 10_000_000 {
+		t.Fatalf("the full plan does not measure what issues 10 and 29 ask: %+v", full)
 	}
 	sum := func(p plan) time.Duration {
 		// Two rounds of two ceilings, two raw baselines, two rounds of two AOF runs.
-		return 4*p.ceiling + 2*p.raw + 2*(p.saleMax+p.saleRateFor) + 2*p.aux + p.clickMax + 4*p.aof + p.sustained + p.listing + p.performance
+		// The probes: the listing's four queries, the performance endpoint's three, two pages.
+		return 4*p.ceiling + 2*p.raw + 2*(p.saleMax+p.saleRateFor) + 2*p.aux + p.clickMax + 4*p.aof + p.sustained +
+			9*p.probe + p.listing + p.performance
 	}
-	if s := sum(full); s > 4*time.Minute {
+	// The last full run took 5m36s with 4m of load phases; the probes
+	// (issue 29) add seconds to that.
+	if s := sum(full); s > 4*time.Minute+15*time.Second {
 		t.Fatalf("the full plan's load phases take %v: no room for setup, drains and the dataset in ten minutes", s)
 	}
 	if s := sum(quick); s > time.Minute {

@@ -121,7 +121,7 @@ func (b *bench) redisScale(ctx context.Context) error {
 	var p50, p99 [2]time.Duration
 	for i, s := range setups[2:] {
 		pool := drive.PoolSize(waitRate) * 2
-		res := drive.Run(ctx, drive.Options{Rate: waitRate, Workers: pool, Duration: b.p.aof, Slow: outageClickP99},
+		res := drive.Run(ctx, drive.Options{Rate: waitRate, Workers: pool, Duration: b.p.aof, Slow: targets.outage.p99},
 			drive.Clicks(drive.NewClient(s.addr, pool), []drive.Program{p}, int64(20+i)<<20))
 		b.row(drive.Row{Name: fmt.Sprintf("clicks at %s, %s", drive.Rate(waitRate), s.label), Result: res,
 			Note: "edge only, no worker; " + b.rateMeasured(res)})

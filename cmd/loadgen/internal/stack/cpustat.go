@@ -40,6 +40,16 @@ func (t CPUTimes) StealShare() float64 {
 	return float64(t.Steal) / float64(total)
 }
 
+// BusyShare is the share of all CPU time that was busy (0 when no time
+// passed): how loaded the machine was.
+func (t CPUTimes) BusyShare() float64 {
+	total := t.Busy + t.Idle + t.Steal
+	if total == 0 {
+		return 0
+	}
+	return float64(t.Busy) / float64(total)
+}
+
 // Read reads the machine's CPU times now.
 func ReadCPU() (CPUTimes, error) {
 	f, err := os.Open("/proc/stat")

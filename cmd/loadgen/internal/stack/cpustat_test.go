@@ -21,6 +21,9 @@ func TestParseSumsTheCPULine(t *testing.T) {
 	if math.Abs(share-0.10) > 1e-9 {
 		t.Fatalf("steal share %v, want 0.10", share)
 	}
+	if busy := (CPUTimes{Busy: 70, Idle: 20, Steal: 10}).BusyShare(); math.Abs(busy-0.70) > 1e-9 {
+		t.Fatalf("busy share %v, want 0.70", busy)
+	}
 	if _, err := parse(strings.NewReader("intr 1 2 3\n")); err == nil {
 		t.Fatal("a file without the cpu line parsed")
 	}
