@@ -25,8 +25,8 @@ type rollupSales struct {
 }
 
 // mustRollups writes rollup rows of a program the way the triggers of
-// migration 00017 would have kept them (they are not in this tree):
-// traffic and sales rows, and the program's visitors per day.
+// migrations 00017 and 00023 keep them: traffic and sales rows, the
+// program's visitors per day, and the program-wide sums.
 func mustRollups(t *testing.T, b *testBundle, programID int64, traffic []rollupTraffic, sales []rollupSales, visitors map[string]int64) {
 	t.Helper()
 	for _, r := range traffic {
@@ -49,6 +49,16 @@ func mustRollups(t *testing.T, b *testBundle, programID int64, traffic []rollupT
 			t.Fatal(err)
 		}
 	}
+	// The program-wide rows (migration 00023) are the sums of the per-link
+	// rows, as the triggers keep them.
+	mustSQL(t, b, `INSERT INTO rollup_visitors_daily (program_id, day, clicks, leads)
+		SELECT program_id, day, sum(clicks), sum(leads) FROM rollup_traffic_daily WHERE program_id = $1 GROUP BY 1, 2
+		ON CONFLICT (program_id, day) DO UPDATE SET clicks = EXCLUDED.clicks, leads = EXCLUDED.leads`, programID)
+	mustSQL(t, b, `INSERT INTO rollup_program_sales_daily (program_id, day, currency, conversions, revenue_minor,
+			commission_minor, refunds, refunded_minor)
+		SELECT program_id, day, currency, sum(conversions), sum(revenue_minor), sum(commission_minor), sum(refunds),
+			sum(refunded_minor)
+		FROM rollup_sales_daily WHERE program_id = $1 GROUP BY 1, 2, 3`, programID)
 }
 
 // mustSQL runs a statement on the test database.
