@@ -73,12 +73,18 @@ func (s *Server) trackingPerformance(c *fiber.Ctx) error {
 }
 
 // performanceNumbersJSON renders the counters shared by days, metrics and
-// groups. revenue and commission are in the program's currency (major
-// units, exact); the *ByCurrency objects hold every currency with a
-// conversion, revenue or commission in the scope, the program's included.
+// groups. revenue, commission and refundedAmount are in the program's
+// currency (major units, exact); revenueByCurrency and
+// commissionByCurrency hold every currency with a conversion, revenue or
+// commission in the scope, refundedAmountByCurrency every currency with a
+// refund in it, the program's included. refunds counts every currency's
+// refunds, as conversions does.
 func performanceNumbersJSON(n *ledger.PerformanceNumbers, cur ledger.Currency) fiber.Map {
-	revenue, commission := fiber.Map{}, fiber.Map{}
+	revenue, commission, refunded := fiber.Map{}, fiber.Map{}, fiber.Map{}
 	for c, s := range n.Sales {
+		if s.Refunds != 0 || s.Refunded != 0 {
+			refunded[string(c)] = moneyJSON(s.Refunded, c)
+		}
 		if s.Conversions == 0 && s.Revenue == 0 && s.Commission == 0 {
 			continue
 		}
@@ -87,14 +93,17 @@ func performanceNumbersJSON(n *ledger.PerformanceNumbers, cur ledger.Currency) f
 	}
 	own := n.Sales[cur]
 	return fiber.Map{
-		"clicks":               n.Clicks,
-		"visitors":             n.Visitors,
-		"leads":                n.Leads,
-		"conversions":          n.Conversions(),
-		"revenue":              moneyJSON(own.Revenue, cur),
-		"revenueByCurrency":    revenue,
-		"commission":           moneyJSON(own.Commission, cur),
-		"commissionByCurrency": commission,
+		"clicks":                   n.Clicks,
+		"visitors":                 n.Visitors,
+		"leads":                    n.Leads,
+		"conversions":              n.Conversions(),
+		"revenue":                  moneyJSON(own.Revenue, cur),
+		"revenueByCurrency":        revenue,
+		"commission":               moneyJSON(own.Commission, cur),
+		"commissionByCurrency":     commission,
+		"refunds":                  n.Refunds(),
+		"refundedAmount":           moneyJSON(own.Refunded, cur),
+		"refundedAmountByCurrency": refunded,
 	}
 }
 

@@ -25,8 +25,8 @@ type rollupSales struct {
 }
 
 // mustRollups writes rollup rows of a program the way the triggers of
-// migration 00017 would have kept them (they are not in this tree):
-// traffic and sales rows, and the program's visitors per day.
+// migrations 00017 and 00023 keep them: traffic and sales rows, the
+// program's visitors per day, and the program-wide sums.
 func mustRollups(t *testing.T, b *testBundle, programID int64, traffic []rollupTraffic, sales []rollupSales, visitors map[string]int64) {
 	t.Helper()
 	for _, r := range traffic {
@@ -49,6 +49,16 @@ func mustRollups(t *testing.T, b *testBundle, programID int64, traffic []rollupT
 			t.Fatal(err)
 		}
 	}
+	// The program-wide rows (migration 00023) are the sums of the per-link
+	// rows, as the triggers keep them.
+	mustSQL(t, b, `INSERT INTO rollup_visitors_daily (program_id, day, clicks, leads)
+		SELECT program_id, day, sum(clicks), sum(leads) FROM rollup_traffic_daily WHERE program_id = $1 GROUP BY 1, 2
+		ON CONFLICT (program_id, day) DO UPDATE SET clicks = EXCLUDED.clicks, leads = EXCLUDED.leads`, programID)
+	mustSQL(t, b, `INSERT INTO rollup_program_sales_daily (program_id, day, currency, conversions, revenue_minor,
+			commission_minor, refunds, refunded_minor)
+		SELECT program_id, day, currency, sum(conversions), sum(revenue_minor), sum(commission_minor), sum(refunds),
+			sum(refunded_minor)
+		FROM rollup_sales_daily WHERE program_id = $1 GROUP BY 1, 2, 3`, programID)
 }
 
 // mustSQL runs a statement on the test database.
@@ -89,7 +99,7 @@ func mustPerformance(t *testing.T, b *testBundle, token string, programID int64,
 // zeroDay is a day without events.
 func zeroDay(d string) string {
 	return `{"date": "` + d + `", "clicks": 0, "visitors": 0, "leads": 0, "conversions": 0, "revenue": 0, "revenueByCurrency": {},
-		"commission": 0, "commissionByCurrency": {}, "partners": 0}`
+		"commission": 0, "commissionByCurrency": {}, "refunds": 0, "refundedAmount": 0, "refundedAmountByCurrency": {}, "partners": 0}`
 }
 
 func TestPerformanceCustomWindow(t *testing.T) {
@@ -109,25 +119,26 @@ func TestPerformanceCustomWindow(t *testing.T) {
 		{day: "2026-03-01", partner: p, link: l, currency: "USD", conversions: 2, revenue: 10000, commission: 3000},
 		{day: "2026-03-01", partner: p, link: l, currency: "EUR", conversions: 1, revenue: 5000, commission: 1505},
 		{day: "2026-03-02", partner: p, link: l, currency: "VND", refunds: 1, refunded: 100}, // a refund only
-		{day: "2026-03-03", partner: p2, link: l2, currency: "USD", conversions: 1, revenue: 2999, commission: 900},
-		{day: "2026-02-28", partner: p, link: l, currency: "USD", conversions: 2, revenue: 8000, commission: 2400},
+		{day: "2026-03-03", partner: p2, link: l2, currency: "USD", conversions: 1, revenue: 2999, commission: 900, refunds: 2, refunded: 1050},
+		{day: "2026-02-28", partner: p, link: l, currency: "USD", conversions: 2, revenue: 8000, commission: 2400, refunds: 1, refunded: 500},
 	}, map[string]int64{"2026-03-01": 11, "2026-03-03": 4, "2026-02-27": 9})
 
 	mustPerformance(t, b, w.ownerToken, w.programID, "?dateFrom=2026-03-01&dateTo=2026-03-03", `{
 		"data": [
 			{"date": "2026-03-01", "clicks": 15, "visitors": 11, "leads": 2, "conversions": 3,
 				"revenue": 100, "revenueByCurrency": {"USD": 100, "EUR": 50},
-				"commission": 30, "commissionByCurrency": {"USD": 30, "EUR": 15.05}, "partners": 1},
+				"commission": 30, "commissionByCurrency": {"USD": 30, "EUR": 15.05}, "refunds": 0, "refundedAmount": 0, "refundedAmountByCurrency": {}, "partners": 1},
 			{"date": "2026-03-02", "clicks": 0, "visitors": 0, "leads": 0, "conversions": 0, "revenue": 0, "revenueByCurrency": {},
-				"commission": 0, "commissionByCurrency": {}, "partners": 1},
+				"commission": 0, "commissionByCurrency": {}, "refunds": 1, "refundedAmount": 0, "refundedAmountByCurrency": {"VND": 100}, "partners": 1},
 			{"date": "2026-03-03", "clicks": 5, "visitors": 4, "leads": 1, "conversions": 1,
 				"revenue": 29.99, "revenueByCurrency": {"USD": 29.99},
-				"commission": 9, "commissionByCurrency": {"USD": 9}, "partners": 1}
+				"commission": 9, "commissionByCurrency": {"USD": 9}, "refunds": 2, "refundedAmount": 10.5, "refundedAmountByCurrency": {"USD": 10.5}, "partners": 1}
 		],
 		"metrics": {
 			"clicks": 20, "visitors": 15, "leads": 3, "conversions": 4,
 			"revenue": 129.99, "revenueByCurrency": {"USD": 129.99, "EUR": 50},
 			"commission": 39, "commissionByCurrency": {"USD": 39, "EUR": 15.05},
+			"refunds": 3, "refundedAmount": 10.5, "refundedAmountByCurrency": {"USD": 10.5, "VND": 100},
 			"partners": 2, "conversionRate": 20, "averageOrderValue": 43.33,
 			"clicksTrend": {"trend": 66.7, "trendDirection": "up"},
 			"leadsTrend": {"trend": -25, "trendDirection": "down"},
@@ -150,12 +161,12 @@ func TestPerformancePeriods(t *testing.T) {
 		{day: "2026-03-10", partner: w.partnerID, link: w.linkID, currency: "USD", conversions: 1, revenue: 1001, commission: 300},
 	}, map[string]int64{"2026-03-08": 2})
 	days := `{"date": "2026-03-08", "clicks": 3, "visitors": 2, "leads": 0, "conversions": 0, "revenue": 0, "revenueByCurrency": {},
-			"commission": 0, "commissionByCurrency": {}, "partners": 1},
+			"commission": 0, "commissionByCurrency": {}, "refunds": 0, "refundedAmount": 0, "refundedAmountByCurrency": {}, "partners": 1},
 		` + zeroDay("2026-03-09") + `,
 		{"date": "2026-03-10", "clicks": 0, "visitors": 0, "leads": 0, "conversions": 1, "revenue": 10.01, "revenueByCurrency": {"USD": 10.01},
-			"commission": 3, "commissionByCurrency": {"USD": 3}, "partners": 1}`
+			"commission": 3, "commissionByCurrency": {"USD": 3}, "refunds": 0, "refundedAmount": 0, "refundedAmountByCurrency": {}, "partners": 1}`
 	totals := `"clicks": 3, "visitors": 2, "leads": 0, "conversions": 1, "revenue": 10.01, "revenueByCurrency": {"USD": 10.01},
-			"commission": 3, "commissionByCurrency": {"USD": 3}, "partners": 1, "conversionRate": 33.33, "averageOrderValue": 10.01`
+			"commission": 3, "commissionByCurrency": {"USD": 3}, "refunds": 0, "refundedAmount": 0, "refundedAmountByCurrency": {}, "partners": 1, "conversionRate": 33.33, "averageOrderValue": 10.01`
 
 	t.Run("DefaultIs7dPreviousZero", func(t *testing.T) {
 		mustPerformance(t, b, w.ownerToken, w.programID, "", `{
@@ -211,7 +222,7 @@ func TestPerformanceAllWithoutRollupsStartsOnCreatedDay(t *testing.T) {
 	mustPerformance(t, b, w.ownerToken, w.programID, "?period=all", `{
 		"data": [`+zeroDay("2026-03-10")+`],
 		"metrics": {"clicks": 0, "visitors": 0, "leads": 0, "conversions": 0, "revenue": 0, "revenueByCurrency": {},
-			"commission": 0, "commissionByCurrency": {}, "partners": 0, "conversionRate": 0, "averageOrderValue": 0,
+			"commission": 0, "commissionByCurrency": {}, "refunds": 0, "refundedAmount": 0, "refundedAmountByCurrency": {}, "partners": 0, "conversionRate": 0, "averageOrderValue": 0,
 			"clicksTrend": `+neutral+`, "leadsTrend": `+neutral+`, "conversionsTrend": `+neutral+`,
 			"revenueTrend": `+neutral+`, "commissionTrend": `+neutral+`},
 		"meta": {"period": "all", "dateFrom": "2026-03-10", "dateTo": "2026-03-10", "previousPeriod": null, "currency": "USD"}
@@ -228,7 +239,8 @@ func TestPerformanceTimezoneAndVND(t *testing.T) {
 		{day: "2026-03-11", partner: w.partnerID, link: w.linkID, clicks: 4, visitors: 3, leads: 1},
 		{day: "2026-03-04", partner: w.partnerID, link: w.linkID, clicks: 2, visitors: 2, leads: 2},
 	}, []rollupSales{
-		{day: "2026-03-11", partner: w.partnerID, link: w.linkID, currency: "VND", conversions: 3, revenue: 100000, commission: 30001},
+		{day: "2026-03-11", partner: w.partnerID, link: w.linkID, currency: "VND", conversions: 3, revenue: 100000, commission: 30001,
+			refunds: 1, refunded: 25000},
 		{day: "2026-03-11", partner: w.partnerID, link: w.linkID, currency: "USD", conversions: 1, revenue: 500, commission: 150},
 		{day: "2026-03-04", partner: w.partnerID, link: w.linkID, currency: "VND", conversions: 3, revenue: 120000, commission: 36000},
 	}, map[string]int64{"2026-03-11": 3})
@@ -237,11 +249,11 @@ func TestPerformanceTimezoneAndVND(t *testing.T) {
 			`+zeroDay("2026-03-09")+`, `+zeroDay("2026-03-10")+`,
 			{"date": "2026-03-11", "clicks": 4, "visitors": 3, "leads": 1, "conversions": 4,
 				"revenue": 100000, "revenueByCurrency": {"VND": 100000, "USD": 5},
-				"commission": 30001, "commissionByCurrency": {"VND": 30001, "USD": 1.5}, "partners": 1}],
+				"commission": 30001, "commissionByCurrency": {"VND": 30001, "USD": 1.5}, "refunds": 1, "refundedAmount": 25000, "refundedAmountByCurrency": {"VND": 25000}, "partners": 1}],
 		"metrics": {"clicks": 4, "visitors": 3, "leads": 1, "conversions": 4,
 			"revenue": 100000, "revenueByCurrency": {"VND": 100000, "USD": 5},
 			"commission": 30001, "commissionByCurrency": {"VND": 30001, "USD": 1.5},
-			"partners": 1, "conversionRate": 100, "averageOrderValue": 33333,
+			"refunds": 1, "refundedAmount": 25000, "refundedAmountByCurrency": {"VND": 25000}, "partners": 1, "conversionRate": 100, "averageOrderValue": 33333,
 			"clicksTrend": {"trend": 100, "trendDirection": "up"},
 			"leadsTrend": {"trend": -50, "trendDirection": "down"},
 			"conversionsTrend": {"trend": 33.3, "trendDirection": "up"},
@@ -283,19 +295,19 @@ func TestPerformanceGroupBy(t *testing.T) {
 		{day: "2026-03-01", partner: cp, link: cl, clicks: 5000}, // outside the window
 	}, []rollupSales{
 		{day: "2026-03-09", partner: a, link: al, currency: "USD", conversions: 1, revenue: 5000, commission: 1500},
-		{day: "2026-03-10", partner: bp, link: bl2, currency: "USD", conversions: 2, revenue: 5000, commission: 1500},
-		{day: "2026-03-10", partner: cp, link: cl, currency: "EUR", conversions: 1, revenue: 90000, commission: 27000},
+		{day: "2026-03-10", partner: bp, link: bl2, currency: "USD", conversions: 2, revenue: 5000, commission: 1500, refunds: 1, refunded: 2500},
+		{day: "2026-03-10", partner: cp, link: cl, currency: "EUR", conversions: 1, revenue: 90000, commission: 27000, refunds: 1, refunded: 10000},
 		{day: "2026-03-10", currency: "USD", conversions: 9, revenue: 900000}, // none
 	}, nil)
 	pat := `{"id": ` + itoa(a) + `, "name": "Pat", "email": "` + "pat" + itoa(worldNumber(t, b, a)) + `@partner.example", "clicks": 1, "visitors": 1, "leads": 0, "conversions": 1,
 		"revenue": 50, "revenueByCurrency": {"USD": 50}, "commission": 15, "commissionByCurrency": {"USD": 15},
-		"conversionRate": 100, "averageOrderValue": 50}`
+		"refunds": 0, "refundedAmount": 0, "refundedAmountByCurrency": {}, "conversionRate": 100, "averageOrderValue": 50}`
 	bea := `{"id": ` + itoa(bp) + `, "name": "Bea", "email": "bea@partner.example", "clicks": 10, "visitors": 9, "leads": 2, "conversions": 2,
 		"revenue": 50, "revenueByCurrency": {"USD": 50}, "commission": 15, "commissionByCurrency": {"USD": 15},
-		"conversionRate": 20, "averageOrderValue": 25}`
+		"refunds": 1, "refundedAmount": 25, "refundedAmountByCurrency": {"USD": 25}, "conversionRate": 20, "averageOrderValue": 25}`
 	cy := `{"id": ` + itoa(cp) + `, "name": "Cy", "email": "cy@partner.example", "clicks": 100, "visitors": 90, "leads": 3, "conversions": 1,
 		"revenue": 0, "revenueByCurrency": {"EUR": 900}, "commission": 0, "commissionByCurrency": {"EUR": 270},
-		"conversionRate": 1, "averageOrderValue": 0}`
+		"refunds": 1, "refundedAmount": 0, "refundedAmountByCurrency": {"EUR": 100}, "conversionRate": 1, "averageOrderValue": 0}`
 	meta := func(groupBy string, limit int) string {
 		return `"meta": {"period": "7d", "dateFrom": "2026-03-04", "dateTo": "2026-03-10",
 			"previousPeriod": {"dateFrom": "2026-02-25", "dateTo": "2026-03-03"}, "currency": "USD",
@@ -308,21 +320,23 @@ func TestPerformanceGroupBy(t *testing.T) {
 		mustPerformance(t, b, w.ownerToken, w.programID, "?groupBy=partner&limit=2", `{"data": [`+bea+`, `+pat+`], `+meta("partner", 2)+`}`)
 	})
 	t.Run("Links", func(t *testing.T) {
-		link := func(id, partner int64, code string, clicks, visitors, leads, conv int64, rev, com, rate, aov string) string {
+		link := func(id, partner int64, code string, clicks, visitors, leads, conv int64, rev, com, ref, rate, aov string) string {
 			return `{"id": ` + itoa(id) + `, "code": "` + code + `", "partnerId": ` + itoa(partner) + `, "clicks": ` + itoa(clicks) +
 				`, "visitors": ` + itoa(visitors) + `, "leads": ` + itoa(leads) + `, "conversions": ` + itoa(conv) + `, ` + rev + `, ` + com +
-				`, "conversionRate": ` + rate + `, "averageOrderValue": ` + aov + `}`
+				`, ` + ref + `, "conversionRate": ` + rate + `, "averageOrderValue": ` + aov + `}`
 		}
+		noRefunds := `"refunds": 0, "refundedAmount": 0, "refundedAmountByCurrency": {}`
 		none := `"revenue": 0, "revenueByCurrency": {}`
 		noneCom := `"commission": 0, "commissionByCurrency": {}`
 		usd50 := `"revenue": 50, "revenueByCurrency": {"USD": 50}`
 		usd15 := `"commission": 15, "commissionByCurrency": {"USD": 15}`
 		// Ties on revenue (bea2, pat) go to clicks; then Cy's link (EUR only) by clicks over bea's first link.
 		mustPerformance(t, b, w.ownerToken, w.programID, "?groupBy=link&limit=4&period=7d", `{"data": [
-			`+link(bl2, bp, "bea2", 4, 4, 1, 2, usd50, usd15, "50", "25")+`,
-			`+link(al, a, "pat"+itoa(w.programID), 1, 1, 0, 1, usd50, usd15, "100", "50")+`,
-			`+link(cl, cp, "cy", 100, 90, 3, 1, `"revenue": 0, "revenueByCurrency": {"EUR": 900}`, `"commission": 0, "commissionByCurrency": {"EUR": 270}`, "1", "0")+`,
-			`+link(bl, bp, "bea", 6, 5, 1, 0, none, noneCom, "0", "0")+`
+			`+link(bl2, bp, "bea2", 4, 4, 1, 2, usd50, usd15, `"refunds": 1, "refundedAmount": 25, "refundedAmountByCurrency": {"USD": 25}`, "50", "25")+`,
+			`+link(al, a, "pat"+itoa(w.programID), 1, 1, 0, 1, usd50, usd15, noRefunds, "100", "50")+`,
+			`+link(cl, cp, "cy", 100, 90, 3, 1, `"revenue": 0, "revenueByCurrency": {"EUR": 900}`, `"commission": 0, "commissionByCurrency": {"EUR": 270}`,
+			`"refunds": 1, "refundedAmount": 0, "refundedAmountByCurrency": {"EUR": 100}`, "1", "0")+`,
+			`+link(bl, bp, "bea", 6, 5, 1, 0, none, noneCom, noRefunds, "0", "0")+`
 		], `+meta("link", 4)+`}`)
 	})
 	t.Run("Empty", func(t *testing.T) {

@@ -7,8 +7,8 @@ import (
 	"github.com/shopspring/decimal"
 )
 
-// Performance: a program's clicks, visitors, leads, conversions, revenue
-// and commission per day of a window of the program's days, with totals
+// Performance: a program's clicks, visitors, leads, conversions, revenue,
+// commission and refunds per day of a window of the program's days, with totals
 // and the trends against the previous window of equal length, or the same
 // numbers per partner or per link. Everything is read from the daily
 // rollups (migration 00016), never from the raw tables.
@@ -183,11 +183,14 @@ func (q PerformanceQuery) Window(today, firstDay time.Time) PerformanceWindow {
 }
 
 // SalesNumbers are a scope's sales in one currency: conversions, revenue
-// and commission in minor units.
+// and commission in minor units, and the refunds of its sales (counted on
+// the refund's day) with the amount they refunded in minor units.
 type SalesNumbers struct {
 	Conversions int64
 	Revenue     int64
 	Commission  int64
+	Refunds     int64
+	Refunded    int64
 }
 
 // PerformanceNumbers are the counters of a day, a window or a group.
@@ -212,6 +215,15 @@ func (n *PerformanceNumbers) Conversions() int64 {
 	return total
 }
 
+// Refunds is the number of refunds in every currency.
+func (n *PerformanceNumbers) Refunds() int64 {
+	var total int64
+	for _, s := range n.Sales {
+		total += s.Refunds
+	}
+	return total
+}
+
 // AddSales adds a currency's sales.
 func (n *PerformanceNumbers) AddSales(c Currency, s SalesNumbers) {
 	if n.Sales == nil {
@@ -221,6 +233,8 @@ func (n *PerformanceNumbers) AddSales(c Currency, s SalesNumbers) {
 	t.Conversions += s.Conversions
 	t.Revenue = AddMinor(t.Revenue, s.Revenue)
 	t.Commission = AddMinor(t.Commission, s.Commission)
+	t.Refunds += s.Refunds
+	t.Refunded = AddMinor(t.Refunded, s.Refunded)
 	n.Sales[c] = t
 }
 

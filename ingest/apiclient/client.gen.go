@@ -5295,6 +5295,15 @@ type PerformanceMetrics struct {
 	// Partners Distinct partners with a non-zero number that day.
 	Partners int64 `json:"partners"`
 
+	// RefundedAmount An amount in major units of its currency, exact (149.97 is 14997 cents).
+	RefundedAmount PerformanceMoney `json:"refundedAmount"`
+
+	// RefundedAmountByCurrency Every currency with a refund; amounts never summed across currencies.
+	RefundedAmountByCurrency map[string]PerformanceMoney `json:"refundedAmountByCurrency"`
+
+	// Refunds Refunds of real sales in every currency, on the refund's day.
+	Refunds int64 `json:"refunds"`
+
 	// Revenue An amount in major units of its currency, exact (149.97 is 14997 cents).
 	Revenue           PerformanceMoney            `json:"revenue"`
 	RevenueByCurrency map[string]PerformanceMoney `json:"revenueByCurrency"`
@@ -5313,7 +5322,7 @@ type PerformanceMoney = json.Number
 type PerformanceResponse struct {
 	Data []PerformanceRow `json:"data"`
 	Meta struct {
-		// Currency The program's currency: that of revenue, commission and averageOrderValue.
+		// Currency The program's currency: that of revenue, commission, refundedAmount and averageOrderValue.
 		Currency       PerformanceResponseMetaCurrency `json:"currency"`
 		DateFrom       openapi_types.Date              `json:"dateFrom"`
 		DateTo         openapi_types.Date              `json:"dateTo"`
@@ -5328,7 +5337,7 @@ type PerformanceResponse struct {
 	Metrics *PerformanceMetrics `json:"metrics,omitempty"`
 }
 
-// PerformanceResponseMetaCurrency The program's currency: that of revenue, commission and averageOrderValue.
+// PerformanceResponseMetaCurrency The program's currency: that of revenue, commission, refundedAmount and averageOrderValue.
 type PerformanceResponseMetaCurrency string
 
 // PerformanceResponseMetaGroupBy defines model for PerformanceResponse.Meta.GroupBy.
@@ -5381,6 +5390,15 @@ type PerformanceRow struct {
 
 	// Partners Distinct partners with a non-zero number that day.
 	Partners *int64 `json:"partners,omitempty"`
+
+	// RefundedAmount An amount in major units of its currency, exact (149.97 is 14997 cents).
+	RefundedAmount PerformanceMoney `json:"refundedAmount"`
+
+	// RefundedAmountByCurrency Every currency with a refund; amounts never summed across currencies.
+	RefundedAmountByCurrency map[string]PerformanceMoney `json:"refundedAmountByCurrency"`
+
+	// Refunds Refunds of real sales in every currency, on the refund's day.
+	Refunds int64 `json:"refunds"`
 
 	// Revenue An amount in major units of its currency, exact (149.97 is 14997 cents).
 	Revenue           PerformanceMoney            `json:"revenue"`
@@ -8665,7 +8683,11 @@ type ClientInterface interface {
 	// revenue or commission (never summed across currencies). Revenue
 	// is the sales' amount on the sale's day (refunds not deducted);
 	// commission the current amount of the sales' commissions on the
-	// sale's day. `partners` counts the distinct partners with any
+	// sale's day. `refunds` counts the refunds of real sales in every
+	// currency on the refund's day, under the sale's partner and link;
+	// `refundedAmount` is their amount in the program's currency and
+	// `refundedAmountByCurrency` holds every currency with a refund
+	// (never summed across currencies). `partners` counts the distinct partners with any
 	// non-zero number (per day, and over the window in `metrics`).
 	// With `groupBy=partner|link`, `data` is the top `limit` partners
 	// or links over the window (by revenue in the program's currency,
@@ -11231,7 +11253,11 @@ func (c *Client) ListTrackingEvents(ctx context.Context, programId int64, params
 // revenue or commission (never summed across currencies). Revenue
 // is the sales' amount on the sale's day (refunds not deducted);
 // commission the current amount of the sales' commissions on the
-// sale's day. `partners` counts the distinct partners with any
+// sale's day. `refunds` counts the refunds of real sales in every
+// currency on the refund's day, under the sale's partner and link;
+// `refundedAmount` is their amount in the program's currency and
+// `refundedAmountByCurrency` holds every currency with a refund
+// (never summed across currencies). `partners` counts the distinct partners with any
 // non-zero number (per day, and over the window in `metrics`).
 // With `groupBy=partner|link`, `data` is the top `limit` partners
 // or links over the window (by revenue in the program's currency,
@@ -20923,7 +20949,11 @@ type ClientWithResponsesInterface interface {
 	// revenue or commission (never summed across currencies). Revenue
 	// is the sales' amount on the sale's day (refunds not deducted);
 	// commission the current amount of the sales' commissions on the
-	// sale's day. `partners` counts the distinct partners with any
+	// sale's day. `refunds` counts the refunds of real sales in every
+	// currency on the refund's day, under the sale's partner and link;
+	// `refundedAmount` is their amount in the program's currency and
+	// `refundedAmountByCurrency` holds every currency with a refund
+	// (never summed across currencies). `partners` counts the distinct partners with any
 	// non-zero number (per day, and over the window in `metrics`).
 	// With `groupBy=partner|link`, `data` is the top `limit` partners
 	// or links over the window (by revenue in the program's currency,
@@ -40421,7 +40451,11 @@ func (c *ClientWithResponses) ListTrackingEventsWithResponse(ctx context.Context
 // revenue or commission (never summed across currencies). Revenue
 // is the sales' amount on the sale's day (refunds not deducted);
 // commission the current amount of the sales' commissions on the
-// sale's day. `partners` counts the distinct partners with any
+// sale's day. `refunds` counts the refunds of real sales in every
+// currency on the refund's day, under the sale's partner and link;
+// `refundedAmount` is their amount in the program's currency and
+// `refundedAmountByCurrency` holds every currency with a refund
+// (never summed across currencies). `partners` counts the distinct partners with any
 // non-zero number (per day, and over the window in `metrics`).
 // With `groupBy=partner|link`, `data` is the top `limit` partners
 // or links over the window (by revenue in the program's currency,

@@ -13,7 +13,7 @@ import (
 )
 
 // PerformanceService implements ledger.PerformanceService over the daily
-// rollups (migration 00016): every read is a range of their primary keys,
+// rollups (migrations 00016 and 00023): every read is a range of their primary keys,
 // which lead with (program_id, day).
 type PerformanceService struct {
 	db  *DB
@@ -85,12 +85,14 @@ func earliestValid(a, b sql.NullTime) time.Time {
 
 // seriesQuery reads the window and the previous window ($2..$4: the
 // earliest day read, the window's first day, its last day) as rows of a
-// kind: traffic per day, sales per day and currency, the program's
-// visitors per day, the active partners per day of the window and over
-// the window (day NULL). A partner is active on a day when a rollup row
-// of it has a non-zero counter. Each table is summed straight from its
-// primary key range (no materialized copy of the rows); only the active
-// (day, partner) pairs of the window are kept apart.
+// kind: the program's traffic per day (clicks, leads, visitors) and its
+// sales per day and currency, from the program-wide rows (migration
+// 00023: one row a day, and one a day and currency, whatever the number
+// of links), then the active partners per day of the window and over the
+// window (day NULL). A partner is active on a day when a per-link rollup
+// row of it has a non-zero counter: that count still reads the window's
+// per-link rows (a program-wide row cannot hold a distinct count). Each
+// table is read straight from its primary key range.
 const seriesQuery = `
 	WITH active AS (
 		SELECT day, partner_id FROM rollup_traffic_daily
@@ -101,18 +103,16 @@ const seriesQuery = `
 		WHERE program_id = $1 AND day BETWEEN $3 AND $4 AND partner_id <> 0
 			AND (conversions <> 0 OR revenue_minor <> 0 OR commission_minor <> 0 OR refunds <> 0 OR refunded_minor <> 0)
 	)
-	SELECT 't' AS kind, day, '' AS currency, sum(clicks)::numeric AS a, sum(leads)::numeric AS b, 0::numeric AS c, 0::numeric AS d
-		FROM rollup_traffic_daily WHERE program_id = $1 AND day BETWEEN $2 AND $4 GROUP BY day
+	SELECT 't' AS kind, day, '' AS currency, clicks::numeric AS a, leads::numeric AS b, visitors::numeric AS c,
+		0::numeric AS d, 0::numeric AS e
+		FROM rollup_visitors_daily WHERE program_id = $1 AND day BETWEEN $2 AND $4
 	UNION ALL
-	SELECT 's', day, currency, sum(conversions), sum(revenue_minor), sum(commission_minor), 0
-		FROM rollup_sales_daily WHERE program_id = $1 AND day BETWEEN $2 AND $4 GROUP BY day, currency
+	SELECT 's', day, currency, conversions, revenue_minor, commission_minor, refunds, refunded_minor
+		FROM rollup_program_sales_daily WHERE program_id = $1 AND day BETWEEN $2 AND $4
 	UNION ALL
-	SELECT 'v', day, '', visitors, 0, 0, 0
-		FROM rollup_visitors_daily WHERE program_id = $1 AND day BETWEEN $3 AND $4
+	SELECT 'p', day, '', count(*), 0, 0, 0, 0 FROM active GROUP BY day
 	UNION ALL
-	SELECT 'p', day, '', count(*), 0, 0, 0 FROM active GROUP BY day
-	UNION ALL
-	SELECT 'P', NULL, '', count(DISTINCT partner_id), 0, 0, 0 FROM active`
+	SELECT 'P', NULL, '', count(DISTINCT partner_id), 0, 0, 0, 0 FROM active`
 
 // series fills the days, the totals and the previous totals of r.
 func (s *PerformanceService) series(ctx context.Context, r *ledger.PerformanceReport) error {
@@ -138,9 +138,9 @@ func (s *PerformanceService) series(ctx context.Context, r *ledger.PerformanceRe
 		var (
 			kind, currency string
 			d              sql.NullTime
-			a, b, c, e     minorSum
+			a, b, c, e, f  minorSum
 		)
-		if err := rows.Scan(&kind, &d, &currency, &a, &b, &c, &e); err != nil {
+		if err := rows.Scan(&kind, &d, &currency, &a, &b, &c, &e, &f); err != nil {
 			return err
 		}
 		if kind == "P" {
@@ -162,10 +162,10 @@ func (s *PerformanceService) series(ctx context.Context, r *ledger.PerformanceRe
 			case "t":
 				nums.Clicks += int64(a)
 				nums.Leads += int64(b)
+				nums.Visitors += int64(c)
 			case "s":
-				nums.AddSales(ledger.Currency(currency), ledger.SalesNumbers{Conversions: int64(a), Revenue: int64(b), Commission: int64(c)})
-			case "v":
-				nums.Visitors += int64(a)
+				nums.AddSales(ledger.Currency(currency), ledger.SalesNumbers{Conversions: int64(a), Revenue: int64(b),
+					Commission: int64(c), Refunds: int64(e), Refunded: int64(f)})
 			case "p":
 				if nums == dayNums {
 					nums.Partners = int64(a)
@@ -199,7 +199,7 @@ func groupQuery(key, head, from string) string {
 		GROUP BY ` + key + `
 	), s AS (
 		SELECT ` + key + ` AS k, currency, sum(conversions) AS conversions, sum(revenue_minor) AS revenue,
-			sum(commission_minor) AS commission
+			sum(commission_minor) AS commission, sum(refunds) AS refunds, sum(refunded_minor) AS refunded
 		FROM rollup_sales_daily
 		WHERE program_id = $1 AND day BETWEEN $2 AND $3 AND ` + key + ` <> 0
 		GROUP BY ` + key + `, currency
@@ -215,7 +215,8 @@ func groupQuery(key, head, from string) string {
 		LIMIT $5
 	)` + head + `
 		top.clicks::text, top.visitors::text, top.leads::text,
-		(SELECT COALESCE(jsonb_agg(jsonb_build_array(s.currency, s.conversions::text, s.revenue::text, s.commission::text)), '[]')
+		(SELECT COALESCE(jsonb_agg(jsonb_build_array(s.currency, s.conversions::text, s.revenue::text, s.commission::text,
+			s.refunds::text, s.refunded::text)), '[]')
 			FROM s WHERE s.k = top.k) AS sales` + from + `
 	ORDER BY top.own_revenue DESC, top.clicks DESC, top.k`
 }
@@ -241,12 +242,12 @@ func (s *PerformanceService) groups(ctx context.Context, q ledger.PerformanceQue
 		g.Name, g.Email = name.String, email.String
 		g.Clicks, g.Visitors, g.Leads = int64(clicks), int64(visitors), int64(leads)
 		g.Sales = map[ledger.Currency]ledger.SalesNumbers{}
-		var cells [][4]string
+		var cells [][6]string
 		if err := json.Unmarshal(sales, &cells); err != nil {
 			return nil, err
 		}
 		for _, c := range cells {
-			var n [3]int64
+			var n [5]int64
 			for i := range n {
 				d, err := decimal.NewFromString(c[i+1])
 				if err != nil {
@@ -254,7 +255,8 @@ func (s *PerformanceService) groups(ctx context.Context, q ledger.PerformanceQue
 				}
 				n[i] = ledger.ClampMinor(d)
 			}
-			g.AddSales(ledger.Currency(c[0]), ledger.SalesNumbers{Conversions: n[0], Revenue: n[1], Commission: n[2]})
+			g.AddSales(ledger.Currency(c[0]), ledger.SalesNumbers{Conversions: n[0], Revenue: n[1], Commission: n[2],
+				Refunds: n[3], Refunded: n[4]})
 		}
 		groups = append(groups, g)
 	}

@@ -38,10 +38,24 @@ func mustPerfRollups(tb testing.TB, db *pgtest.DB, programID int64, days, partne
 			INSERT INTO rollup_visitors_daily (program_id, day, visitors)
 			SELECT $1, $2::date - d, $4 * 20 FROM generate_series(0, $3 - 1) d`, programID, perfToday, days, partners)
 	}
+	// The program-wide rows (migration 00023): the sums of the per-link rows.
+	if err == nil {
+		_, err = db.Exec(`
+			UPDATE rollup_visitors_daily v SET clicks = t.clicks, leads = t.leads
+			FROM (SELECT day, sum(clicks) AS clicks, sum(leads) AS leads FROM rollup_traffic_daily WHERE program_id = $1 GROUP BY day) t
+			WHERE v.program_id = $1 AND v.day = t.day`, programID)
+	}
+	if err == nil {
+		_, err = db.Exec(`
+			INSERT INTO rollup_program_sales_daily (program_id, day, currency, conversions, revenue_minor, commission_minor)
+			SELECT program_id, day, currency, sum(conversions), sum(revenue_minor), sum(commission_minor)
+			FROM rollup_sales_daily WHERE program_id = $1 GROUP BY 1, 2, 3`, programID)
+	}
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if _, err := db.Exec(`ANALYZE rollup_traffic_daily; ANALYZE rollup_sales_daily; ANALYZE rollup_visitors_daily`); err != nil {
+	if _, err := db.Exec(`ANALYZE rollup_traffic_daily; ANALYZE rollup_sales_daily; ANALYZE rollup_visitors_daily;
+		ANALYZE rollup_program_sales_daily`); err != nil {
 		tb.Fatal(err)
 	}
 }

@@ -11,7 +11,7 @@ import (
 )
 
 // RollupService checks and rebuilds the analytics rollups (migrations
-// 00016 and 00017) against the raw tables they count. It is the operator's
+// 00016, 00017 and 00023) against the raw tables they count. It is the operator's
 // tool behind `partnerctl analytics verify` and `rebuild`.
 type RollupService struct {
 	db *DB
@@ -22,7 +22,8 @@ func NewRollupService(db *DB) *RollupService { return &RollupService{db: db} }
 
 // RollupDiff is one counter whose stored value is not what the raw tables
 // say. Currency is empty for the traffic and visitor tables; PartnerID and
-// LinkID are 0 for rollup_visitors_daily.
+// LinkID are 0 for the program-wide tables (rollup_visitors_daily,
+// rollup_program_sales_daily).
 type RollupDiff struct {
 	Table      string
 	Day        string // YYYY-MM-DD, the program's day
@@ -36,7 +37,7 @@ type RollupDiff struct {
 
 func (d RollupDiff) String() string {
 	key := fmt.Sprintf("day=%s", d.Day)
-	if d.Table != "rollup_visitors_daily" {
+	if d.Table != "rollup_visitors_daily" && d.Table != "rollup_program_sales_daily" {
 		key += fmt.Sprintf(" partner=%d link=%d", d.PartnerID, d.LinkID)
 	}
 	if d.Currency != "" {
@@ -80,11 +81,24 @@ const (
 	FROM (SELECT * FROM cl UNION ALL SELECT * FROM ld) x
 	GROUP BY 1, 2, 3`
 
-	recomputeVisitors = `WITH ` + rollupBounds + `
-	SELECT (c.occurred_at AT TIME ZONE b.tz)::date AS day, count(DISTINCT c.session_id) AS visitors
-	FROM clicks c CROSS JOIN b
-	WHERE c.program_id = $1 AND NOT c.is_test AND c.session_id IS NOT NULL
-		AND c.occurred_at >= b.lo AND c.occurred_at < b.hi
+	// The program's row of a day: its clicks, its distinct sessions across
+	// partners and links (not the sum of theirs) and its settled leads.
+	recomputeVisitors = `WITH ` + rollupBounds + `,
+	cl AS (
+		SELECT (c.occurred_at AT TIME ZONE b.tz)::date AS day, count(*) AS clicks,
+			count(DISTINCT c.session_id) AS visitors, 0::bigint AS leads
+		FROM clicks c CROSS JOIN b
+		WHERE c.program_id = $1 AND NOT c.is_test AND c.occurred_at >= b.lo AND c.occurred_at < b.hi
+		GROUP BY 1
+	), ld AS (
+		SELECT (l.occurred_at AT TIME ZONE b.tz)::date, 0::bigint, 0::bigint, count(*)
+		FROM leads l CROSS JOIN b
+		WHERE l.program_id = $1 AND NOT l.is_test AND l.settled_at IS NOT NULL
+			AND l.occurred_at >= b.lo AND l.occurred_at < b.hi
+		GROUP BY 1
+	)
+	SELECT day, sum(clicks)::bigint AS clicks, sum(visitors)::bigint AS visitors, sum(leads)::bigint AS leads
+	FROM (SELECT * FROM cl UNION ALL SELECT * FROM ld) x
 	GROUP BY 1`
 
 	recomputeSessions = `WITH ` + rollupBounds + `,
@@ -128,6 +142,14 @@ const (
 		sum(refunds)::bigint AS refunds, sum(refunded_minor)::bigint AS refunded_minor
 	FROM (SELECT * FROM sa UNION ALL SELECT * FROM cm UNION ALL SELECT * FROM rf) x
 	GROUP BY 1, 2, 3, 4`
+
+	// The program's sales of a day and currency: the same definitions,
+	// from the raw rows, over every partner and link.
+	recomputeProgramSales = `SELECT day, currency, sum(conversions)::bigint AS conversions,
+		sum(revenue_minor)::bigint AS revenue_minor, sum(commission_minor)::bigint AS commission_minor,
+		sum(refunds)::bigint AS refunds, sum(refunded_minor)::bigint AS refunded_minor
+	FROM (` + recomputeSales + `) r
+	GROUP BY 1, 2`
 )
 
 // The stored rows of program $1 for days [$2, $3], in the recomputations'
@@ -135,10 +157,13 @@ const (
 const (
 	storedTraffic = `SELECT day, partner_id, link_id, clicks, visitors, leads FROM rollup_traffic_daily
 	WHERE program_id = $1 AND day >= COALESCE($2::date, '-infinity') AND day <= COALESCE($3::date, 'infinity')`
-	storedVisitors = `SELECT day, visitors FROM rollup_visitors_daily
+	storedVisitors = `SELECT day, clicks, visitors, leads FROM rollup_visitors_daily
 	WHERE program_id = $1 AND day >= COALESCE($2::date, '-infinity') AND day <= COALESCE($3::date, 'infinity')`
 	storedSales = `SELECT day, partner_id, link_id, currency, conversions, revenue_minor, commission_minor, refunds,
 		refunded_minor FROM rollup_sales_daily
+	WHERE program_id = $1 AND day >= COALESCE($2::date, '-infinity') AND day <= COALESCE($3::date, 'infinity')`
+	storedProgramSales = `SELECT day, currency, conversions, revenue_minor, commission_minor, refunds, refunded_minor
+		FROM rollup_program_sales_daily
 	WHERE program_id = $1 AND day >= COALESCE($2::date, '-infinity') AND day <= COALESCE($3::date, 'infinity')`
 )
 
@@ -147,7 +172,7 @@ const (
 // them.
 type rollupTable struct {
 	name      string
-	keys      int // key columns after day: partner_id, link_id[, currency]
+	keys      int // key columns after day: 1 currency; 2 partner_id, link_id; 3 and currency
 	counters  []string
 	stored    string
 	recompute string
@@ -155,9 +180,11 @@ type rollupTable struct {
 
 var rollupTables = []rollupTable{
 	{"rollup_traffic_daily", 2, []string{"clicks", "visitors", "leads"}, storedTraffic, recomputeTraffic},
-	{"rollup_visitors_daily", 0, []string{"visitors"}, storedVisitors, recomputeVisitors},
+	{"rollup_visitors_daily", 0, []string{"clicks", "visitors", "leads"}, storedVisitors, recomputeVisitors},
 	{"rollup_sales_daily", 3, []string{"conversions", "revenue_minor", "commission_minor", "refunds", "refunded_minor"},
 		storedSales, recomputeSales},
+	{"rollup_program_sales_daily", 1, []string{"conversions", "revenue_minor", "commission_minor", "refunds", "refunded_minor"},
+		storedProgramSales, recomputeProgramSales},
 }
 
 // rollupKey is a row's key: day, partner, link, currency.
@@ -182,6 +209,8 @@ func readRollupRows(ctx context.Context, tx *sqlx.Tx, t rollupTable, query strin
 		counters := make([]int64, len(t.counters))
 		dest := []any{&day}
 		switch t.keys {
+		case 1:
+			dest = append(dest, &k.currency)
 		case 2:
 			dest = append(dest, &k.partnerID, &k.linkID)
 		case 3:
@@ -324,7 +353,8 @@ func rebuildRollups(ctx context.Context, tx *sqlx.Tx, programID int64) error {
 	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(17, ($1::bigint & 2147483647)::int)`, programID); err != nil {
 		return err
 	}
-	for _, table := range []string{"rollup_traffic_daily", "rollup_sessions", "rollup_visitors_daily", "rollup_sales_daily"} {
+	for _, table := range []string{"rollup_traffic_daily", "rollup_sessions", "rollup_visitors_daily", "rollup_sales_daily",
+		"rollup_program_sales_daily"} {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE program_id = $1`, programID); err != nil {
 			return err
 		}
@@ -334,12 +364,16 @@ func rebuildRollups(ctx context.Context, tx *sqlx.Tx, programID int64) error {
 		SELECT $1, day, partner_id, link_id, clicks, visitors, leads FROM (` + recomputeTraffic + `) x`,
 		`INSERT INTO rollup_sessions (program_id, day, partner_id, link_id, session_id)
 		SELECT $1, day, partner_id, link_id, session_id FROM (` + recomputeSessions + `) x`,
-		`INSERT INTO rollup_visitors_daily (program_id, day, visitors)
-		SELECT $1, day, visitors FROM (` + recomputeVisitors + `) x`,
+		`INSERT INTO rollup_visitors_daily (program_id, day, clicks, visitors, leads)
+		SELECT $1, day, clicks, visitors, leads FROM (` + recomputeVisitors + `) x`,
 		`INSERT INTO rollup_sales_daily (program_id, day, partner_id, link_id, currency, conversions, revenue_minor,
 			commission_minor, refunds, refunded_minor)
 		SELECT $1, day, partner_id, link_id, currency, conversions, revenue_minor, commission_minor, refunds,
 			refunded_minor FROM (` + recomputeSales + `) x`,
+		`INSERT INTO rollup_program_sales_daily (program_id, day, currency, conversions, revenue_minor, commission_minor,
+			refunds, refunded_minor)
+		SELECT $1, day, currency, conversions, revenue_minor, commission_minor, refunds, refunded_minor
+		FROM (` + recomputeProgramSales + `) x`,
 	} {
 		if _, err := tx.ExecContext(ctx, q, programID, nil, nil); err != nil {
 			return err

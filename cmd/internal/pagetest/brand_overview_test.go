@@ -29,6 +29,17 @@ func TestBrandOverviewShowsThePerformance(t *testing.T) {
 		       ($1, (now() AT TIME ZONE 'UTC')::date, $2, $3, 'EUR', 1, 1000, 200)`, w.ProgramID, ana, link); err != nil {
 		t.Fatal(err)
 	}
+	// The program-wide rows of the day (migration 00023), as the triggers
+	// keep them beside the per-link rows.
+	if _, err := s.DB.Exec(`INSERT INTO rollup_visitors_daily (program_id, day, clicks, visitors, leads)
+		VALUES ($1, (now() AT TIME ZONE 'UTC')::date, 1234, 900, 7)`, w.ProgramID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.DB.Exec(`INSERT INTO rollup_program_sales_daily (program_id, day, currency, conversions, revenue_minor, commission_minor)
+		VALUES ($1, (now() AT TIME ZONE 'UTC')::date, 'USD', 3, 45678, 9136),
+		       ($1, (now() AT TIME ZONE 'UTC')::date, 'EUR', 1, 1000, 200)`, w.ProgramID); err != nil {
+		t.Fatal(err)
+	}
 	b := s.browser(t).withCookie("pt_session", w.Owner)
 
 	p := b.get(fmt.Sprintf("/app/programs/%d", w.ProgramID))

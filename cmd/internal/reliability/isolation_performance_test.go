@@ -36,6 +36,18 @@ func TestIsolationPerformance(t *testing.T) {
 		VALUES ($1, (now() AT TIME ZONE 'UTC')::date, $2, $3, 'USD', 5, 123456789, 2345678)`, b.ProgramID, b.PartnerID, b.LinkID); err != nil {
 		t.Fatal(err)
 	}
+	// And B's program-wide rows of the day (migration 00023), which the
+	// ungrouped answers read.
+	if _, err := st.db.ExecContext(ctx, `
+		INSERT INTO rollup_visitors_daily (program_id, day, clicks, visitors, leads)
+		VALUES ($1, (now() AT TIME ZONE 'UTC')::date, 987654, 4321, 77)`, b.ProgramID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.db.ExecContext(ctx, `
+		INSERT INTO rollup_program_sales_daily (program_id, day, currency, conversions, revenue_minor, commission_minor)
+		VALUES ($1, (now() AT TIME ZONE 'UTC')::date, 'USD', 5, 123456789, 2345678)`, b.ProgramID); err != nil {
+		t.Fatal(err)
+	}
 	uid := num(e.must(t, 201, req{method: "POST", path: "/api/operator/v1/workspaces/" + itoa(a.WorkspaceID) + "/members", token: opToken,
 		body: map[string]any{"email": "member-perf" + pa + "@a.example", "role": "member"}}).data()["user_id"])
 	member := e.must(t, 201, req{method: "POST", path: "/api/operator/v1/users/" + itoa(uid) + "/sessions", token: opToken}).data()["token"].(string)

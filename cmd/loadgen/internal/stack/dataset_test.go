@@ -24,16 +24,17 @@ func TestLoadClickRollups(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var clicks, visitors, programVisitors, days int64
+	var clicks, visitors, programClicks, programVisitors, days int64
 	if err := db.QueryRow(`SELECT sum(clicks), sum(visitors), count(*) FROM rollup_traffic_daily
 		WHERE program_id = $1 AND partner_id = $2 AND link_id = $3`, f.ProgramID, f.PartnerID, f.LinkID).Scan(&clicks, &visitors, &days); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.QueryRow(`SELECT sum(visitors) FROM rollup_visitors_daily WHERE program_id = $1`, f.ProgramID).Scan(&programVisitors); err != nil {
+	if err := db.QueryRow(`SELECT sum(clicks), sum(visitors) FROM rollup_visitors_daily WHERE program_id = $1`, f.ProgramID).Scan(&programClicks, &programVisitors); err != nil {
 		t.Fatal(err)
 	}
 	// Every loaded click has its own session.
-	if clicks != 5000 || visitors != 5000 || programVisitors != 5000 || days < 5 || days > 6 {
-		t.Fatalf("rollups: %d clicks, %d visitors, %d program visitors over %d days", clicks, visitors, programVisitors, days)
+	if clicks != 5000 || visitors != 5000 || programClicks != 5000 || programVisitors != 5000 || days < 5 || days > 6 {
+		t.Fatalf("rollups: %d clicks, %d visitors, %d program clicks, %d program visitors over %d days", clicks, visitors,
+			programClicks, programVisitors, days)
 	}
 }

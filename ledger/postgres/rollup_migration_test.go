@@ -1,0 +1,64 @@
+package postgres_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/partnertrack/partnertrack/migrations"
+)
+
+// TestRollupProgramRowsMigration: migration 00023 over rollups kept by
+// the triggers of 00017. The program-wide rows it adds start as the sums
+// of the per-link rows of each day (and currency); the program's visitors
+// per day are kept, not recounted; days with clicks but no session get a
+// row.
+func TestRollupProgramRowsMigration(t *testing.T) {
+	b := setup(t)
+	ctx := context.Background()
+	sqlDB := b.db.DB.DB.DB
+	if _, err := b.db.Exec(`DROP SCHEMA public CASCADE; CREATE SCHEMA public`); err != nil {
+		t.Fatal(err)
+	}
+	if err := migrations.UpTo(ctx, sqlDB, 22); err != nil {
+		t.Fatal(err)
+	}
+	var ws, p int64
+	if err := b.db.QueryRow(`INSERT INTO workspaces (name) VALUES ('Acme') RETURNING id`).Scan(&ws); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.db.QueryRow(`INSERT INTO programs (workspace_id, name, domain, commission_type, commission_rate)
+		VALUES ($1, 'One', 'one.example', 'percent', 20) RETURNING id`, ws).Scan(&p); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`INSERT INTO rollup_traffic_daily (program_id, day, partner_id, link_id, clicks, visitors, leads) VALUES
+			($1, '2026-03-01', 1, 11, 10, 8, 2), ($1, '2026-03-01', 1, 12, 5, 5, 0), ($1, '2026-03-01', 0, 0, 3, 0, 1),
+			($1, '2026-03-02', 2, 21, 7, 0, 0)`,
+		`INSERT INTO rollup_visitors_daily (program_id, day, visitors) VALUES ($1, '2026-03-01', 11)`,
+		`INSERT INTO rollup_sales_daily (program_id, day, partner_id, link_id, currency, conversions, revenue_minor,
+			commission_minor, refunds, refunded_minor) VALUES
+			($1, '2026-03-01', 1, 11, 'USD', 2, 10000, 3000, 0, 0), ($1, '2026-03-01', 1, 12, 'USD', 1, 1999, 600, 1, 500),
+			($1, '2026-03-01', 1, 11, 'EUR', 1, 5000, 1500, 0, 0), ($1, '2026-03-02', 2, 21, 'USD', 0, 0, 0, 2, 700)`,
+	} {
+		if _, err := b.db.Exec(q, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := migrations.Up(ctx, sqlDB, nil); err != nil {
+		t.Fatal(err)
+	}
+	read := func(q string) string {
+		t.Helper()
+		var s string
+		if err := b.db.QueryRow(q, p).Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	assertEq(t, "traffic", read(`SELECT string_agg(day || ' ' || clicks || ' ' || visitors || ' ' || leads, '; ' ORDER BY day)
+		FROM rollup_visitors_daily WHERE program_id = $1`), "2026-03-01 18 11 3; 2026-03-02 7 0 0")
+	assertEq(t, "sales", read(`SELECT string_agg(day || ' ' || currency || ' ' || conversions || ' ' || revenue_minor || ' '
+			|| commission_minor || ' ' || refunds || ' ' || refunded_minor, '; ' ORDER BY day, currency)
+		FROM rollup_program_sales_daily WHERE program_id = $1`),
+		"2026-03-01 EUR 1 5000 1500 0 0; 2026-03-01 USD 3 11999 3600 1 500; 2026-03-02 USD 0 0 0 2 700")
+}
