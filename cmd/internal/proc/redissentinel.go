@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -122,9 +123,12 @@ func (s *RedisSentinel) Primary(ctx context.Context) (*RedisNode, error) {
 	return nil, errors.New("no sentinel answered")
 }
 
-// WaitHealthy waits until every running sentinel names a running primary
-// and sees the running replicas in sync and the other running sentinels:
-// after a start, or after a failover.
+// WaitHealthy waits until every running sentinel names the same running
+// primary and sees the running replicas in sync and promotable and the
+// other running sentinels: after a start, or after a failover. All of them, not a
+// quorum: a sentinel that missed the new configuration and still names
+// the old primary would, once that node is back, turn the new primary
+// into its replica and so discard what it holds (docs/reliability.md).
 func (s *RedisSentinel) WaitHealthy(timeout time.Duration) error {
 	ctx := context.Background()
 	return WaitFor(timeout, func() error {
@@ -139,7 +143,8 @@ func (s *RedisSentinel) WaitHealthy(timeout time.Duration) error {
 				sentinels++
 			}
 		}
-		if _, err := s.Primary(ctx); err != nil {
+		primary, err := s.Primary(ctx)
+		if err != nil {
 			return err
 		}
 		for _, sn := range s.Sentinels {
@@ -147,7 +152,14 @@ func (s *RedisSentinel) WaitHealthy(timeout time.Duration) error {
 				continue
 			}
 			c := redis.NewSentinelClient(&redis.Options{Addr: sn.Addr(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
-			reps, err := c.Replicas(ctx, SentinelMaster).Result()
+			addr, err := c.GetMasterAddrByName(ctx, SentinelMaster).Result()
+			if err == nil && (len(addr) != 2 || addr[1] != strconv.Itoa(primary.Port)) {
+				err = fmt.Errorf("sentinel %s names %v as primary, another names %s", sn.Addr(), addr, primary.Addr())
+			}
+			var reps []map[string]string
+			if err == nil {
+				reps, err = c.Replicas(ctx, SentinelMaster).Result()
+			}
 			if err == nil {
 				var others []map[string]string
 				others, err = c.Sentinels(ctx, SentinelMaster).Result()
@@ -161,7 +173,9 @@ func (s *RedisSentinel) WaitHealthy(timeout time.Duration) error {
 			}
 			up := 0
 			for _, r := range reps {
-				if r["master-link-status"] == "ok" && r["flags"] == "slave" {
+				// In sync, and promotable as far as this sentinel knows
+				// (it reads a replica's priority from INFO, every 10 s).
+				if r["master-link-status"] == "ok" && r["flags"] == "slave" && r["slave-priority"] != "0" {
 					up++
 				}
 			}
@@ -171,6 +185,46 @@ func (s *RedisSentinel) WaitHealthy(timeout time.Duration) error {
 		}
 		return nil
 	})
+}
+
+// Rejoin restarts the killed data node n as a replica of the primary the
+// sentinels name, not eligible for promotion (replica-priority 0) until it
+// has finished its first sync, then eligible, and waits until the
+// deployment is healthy. A node that comes back loads what it last had on
+// disk (the snapshot of its last sync): promoted before it synced, by a
+// failover of the new primary in the meantime, it would become primary
+// with that stale data, and the sentinels would turn the node holding the
+// latest writes into its replica and flush them.
+func (s *RedisSentinel) Rejoin(n *RedisNode, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	primary, err := s.Primary(ctx)
+	if err != nil {
+		return err
+	}
+	n.P, err = StartRedis(RedisOptions{Port: n.Port, Dir: n.Dir,
+		Args: []string{"--replicaof", "127.0.0.1", strconv.Itoa(primary.Port), "--replica-priority", "0"}})
+	if err != nil {
+		return fmt.Errorf("restart %s as a replica: %w", n.Addr(), err)
+	}
+	c := redis.NewClient(&redis.Options{Addr: n.Addr(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	defer c.Close()
+	if err := WaitFor(timeout, func() error {
+		info, err := c.Info(ctx, "replication").Result()
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(info, "master_link_status:up") {
+			return fmt.Errorf("%s has not finished its sync", n.Addr())
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := c.ConfigSet(ctx, "replica-priority", "100").Err(); err != nil {
+		return fmt.Errorf("make %s eligible for promotion: %w", n.Addr(), err)
+	}
+	return s.WaitHealthy(timeout)
 }
 
 // Kill crashes every node and sentinel.
