@@ -101,6 +101,18 @@ const qRefundBatchOrder = `
 	LEFT JOIN sales s ON s.program_id = r.program_id AND s.processor_event_id = r.txn
 	LEFT JOIN commissions c ON c.sale_id = s.id`
 
+// qLockRefundPrograms takes, in the order given (ascending program ids),
+// the exclusive advisory lock (22, program id) of each program a batch of
+// refunds writes for, held to the batch's commit. A refund's statement
+// locks its rollup rows in key order, but a batch runs one statement per
+// refund, and the rows of two refunds (the program's row of the refund's
+// day and of the sale's day, the partner's and the link's) can come in
+// either order in two batches: they deadlocked, and Postgres found it
+// only after deadlock_timeout (1 s), then rolled a batch back. Batches of
+// one program now run one after the other, which the program's row of the
+// day already made them do once they reached it.
+const qLockRefundPrograms = `SELECT pg_advisory_xact_lock(22, (p & 2147483647)::int) FROM unnest($1::bigint[]) AS p`
+
 // batchedRefund is one refund handed to a batch, and what became of it.
 type batchedRefund struct {
 	in  ledger.RefundInput
@@ -159,7 +171,8 @@ func (s *RefundService) flushRefunds(items []*batchedRefund) error {
 	return nil
 }
 
-// orderRefunds sorts the batch's refunds into their lock order. Refunds
+// orderRefunds takes the batch's program locks (qLockRefundPrograms) and
+// sorts its refunds into their lock order. Refunds
 // lock the partner's balance account, the sale, then the commission, and
 // two batches must take the accounts they share in the same order; the
 // partner is known only from the sale's commission, so the batch reads
@@ -170,6 +183,10 @@ func (s *RefundService) orderRefunds(ctx context.Context, tx *sqlx.Tx, items []*
 	txns := make([]string, len(items))
 	for i, it := range items {
 		programs[i], txns[i] = it.in.ProgramID, it.in.TransactionID
+	}
+	locks := slices.Compact(slices.Sorted(slices.Values(programs)))
+	if _, err := s.stmts.in(ctx, tx, qLockRefundPrograms).ExecContext(ctx, pq.Array(locks)); err != nil {
+		return err
 	}
 	rows, err := s.stmts.in(ctx, tx, qRefundBatchOrder).QueryContext(ctx, pq.Array(programs), pq.Array(txns))
 	if err != nil {

@@ -111,7 +111,7 @@ var (
 // refundStatements are the refund service's statements, prepared.
 func refundStatements(db *DB) *preparedStatements {
 	return newPreparedStatements(db, qFindRefundTarget, qLockRefundedByAmount, qLockRefundedByRefundID,
-		qWriteRefund, qFitOpenWithdrawals, qRefundBatchOrder)
+		qWriteRefund, qFitOpenWithdrawals, qRefundBatchOrder, qLockRefundPrograms)
 }
 
 // applyRefund is the one write path of a refund, run inside the caller's

@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/partnertrack/partnertrack/ledger"
 )
@@ -114,6 +115,62 @@ func TestFailedRefundBatchIsAppliedRefundByRefund(t *testing.T) {
 			want = ledger.RefundResult{Status: ledger.RefundSkipped, CommissionID: cidD, SkipReason: ledger.SkipAlreadyReverse}
 		}
 		assertRefund(t, res, want)
+	}
+	if n := b.count(t, `SELECT count(*) FROM refunds`); n != 2 {
+		t.Fatalf("%d refunds stored, want 2", n)
+	}
+}
+
+// TestRefundBatchesOfAProgramTakeTurns: a batch of refunds first takes
+// the advisory lock of each program it writes for, so that two batches of
+// one program never each hold rollup rows the other wants (they did, and
+// deadlocked: docs/decisions.md, "Refund batches take turns per
+// program"). While another transaction holds the program's lock, a batch
+// waits before it writes anything; then it goes on and answers every
+// refund itself.
+func TestRefundBatchesOfAProgramTakeTurns(t *testing.T) {
+	b := setupLedger(t, "0")
+	ctx := context.Background()
+	w := b.MustWorld(t, programInput("percent", "30", "USD", 0, 30))
+	w2 := b.anotherPartner(t, w)
+	txnA, _ := b.approved(t, w, 10000)
+	txnB, _ := b.approved(t, w2, 10000)
+	held, err := b.db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Rollback()
+	if _, err := held.ExecContext(ctx, `SELECT pg_advisory_xact_lock(22, $1::int)`, w.program.ID); err != nil {
+		t.Fatal(err)
+	}
+	batched := make(chan int, 1)
+	go func() {
+		_, _, n := b.refunds.ApplyTogether(ctx, []ledger.RefundInput{
+			{ProgramID: w.program.ID, TransactionID: txnA, Source: ledger.SourceAPI},
+			{ProgramID: w.program.ID, TransactionID: txnB, Source: ledger.SourceAPI},
+		})
+		batched <- n
+	}()
+	waiting := `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND classid = 22 AND objid = $1
+		AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`
+	for deadline := time.Now().Add(30 * time.Second); b.count(t, waiting, w.program.ID) == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the batch did not wait for its program's lock")
+		}
+	}
+	if n := b.count(t, `SELECT count(*) FROM refunds`); n != 0 {
+		t.Fatalf("%d refunds written before the batch had its program's lock", n)
+	}
+	if err := held.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case n := <-batched:
+		if n != 2 {
+			t.Fatalf("%d of 2 refunds answered by the batch", n)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the batch did not finish once the lock was free")
 	}
 	if n := b.count(t, `SELECT count(*) FROM refunds`); n != 2 {
 		t.Fatalf("%d refunds stored, want 2", n)
