@@ -27,7 +27,10 @@ const (
 	// the partner's balance account locked; a sale without a commission is
 	// locked too (sl: there is no account to take first) and read as the
 	// lock returns it, so that such a refund needs no statement of its own
-	// to lock it.
+	// to lock it. Before any row, its one-time condition takes the
+	// program's refund lock (qLockRefundPrograms), which a batch already
+	// holds: a refund applied alone or from a processor event then waits
+	// for a batch of its program instead of deadlocking with it.
 	qFindRefundTarget = `
 		SELECT s.id, c.id, c.partner_id, c.currency, a.locked,
 			sl.program_id, sl.amount_cents, sl.refunded_cents, p.workspace_id
@@ -44,7 +47,8 @@ const (
 			WHERE id = s.id AND c.id IS NULL
 			FOR NO KEY UPDATE
 		) sl ON true
-		WHERE s.program_id = $1 AND s.processor_event_id = $2`
+		WHERE s.program_id = $1 AND s.processor_event_id = $2
+			AND (SELECT count(*) FROM (SELECT pg_advisory_xact_lock(22, ($1::bigint & 2147483647)::int)) l) = 1`
 	qWriteRefund = `
 		WITH sale AS (
 			UPDATE sales SET refunded_cents = refunded_cents + $2 WHERE id = $1

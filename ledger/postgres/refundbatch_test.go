@@ -176,3 +176,55 @@ func TestRefundBatchesOfAProgramTakeTurns(t *testing.T) {
 		t.Fatalf("%d refunds stored, want 2", n)
 	}
 }
+
+// TestLoneRefundWaitsForItsProgramsBatch: a refund applied on its own
+// takes its program's refund lock before any row lock, as a batch does,
+// so that it waits for a batch of its program instead of deadlocking
+// with it (one did in these tests before).
+func TestLoneRefundWaitsForItsProgramsBatch(t *testing.T) {
+	b := setupLedger(t, "0")
+	ctx := context.Background()
+	w := b.MustWorld(t, programInput("percent", "30", "USD", 0, 30))
+	txn, cid := b.approved(t, w, 10000)
+	held, err := b.db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Rollback()
+	if _, err := held.ExecContext(ctx, `SELECT pg_advisory_xact_lock(22, $1::int)`, w.program.ID); err != nil {
+		t.Fatal(err)
+	}
+	type answer struct {
+		res *ledger.RefundResult
+		err error
+	}
+	answered := make(chan answer, 1)
+	go func() {
+		res, err := b.refunds.ApplyRefund(ctx, ledger.RefundInput{ProgramID: w.program.ID, TransactionID: txn, Source: ledger.SourceAPI})
+		answered <- answer{res, err}
+	}()
+	waiting := `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND classid = 22 AND objid = $1
+		AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`
+	for deadline := time.Now().Add(30 * time.Second); b.count(t, waiting, w.program.ID) == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the refund did not wait for its program's lock")
+		}
+	}
+	// It has locked nothing yet: the partner's balance account, its
+	// first row lock, is free.
+	if _, err := held.ExecContext(ctx, `SELECT 1 FROM balance_accounts WHERE partner_id = $1 FOR NO KEY UPDATE NOWAIT`, w.partnerID); err != nil {
+		t.Fatalf("the balance account is locked while the refund waits for its program's lock: %v", err)
+	}
+	if err := held.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case a := <-answered:
+		if a.err != nil {
+			t.Fatal(a.err)
+		}
+		assertRefund(t, a.res, ledger.RefundResult{Status: ledger.RefundReversed, CommissionID: cid, DeductionMinor: 3000, Currency: ledger.USD})
+	case <-time.After(time.Minute):
+		t.Fatal("the refund did not finish once the lock was free")
+	}
+}
