@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"database/sql"
 	"testing"
 	"time"
 
@@ -135,14 +136,7 @@ func TestRefundBatchesOfAProgramTakeTurns(t *testing.T) {
 	w2 := b.anotherPartner(t, w)
 	txnA, _ := b.approved(t, w, 10000)
 	txnB, _ := b.approved(t, w2, 10000)
-	held, err := b.db.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer held.Rollback()
-	if _, err := held.ExecContext(ctx, `SELECT pg_advisory_xact_lock(22, $1::int)`, w.program.ID); err != nil {
-		t.Fatal(err)
-	}
+	held := holdRefundLock(t, b, w.program.ID)
 	batched := make(chan int, 1)
 	go func() {
 		_, _, n := b.refunds.ApplyTogether(ctx, []ledger.RefundInput{
@@ -151,13 +145,7 @@ func TestRefundBatchesOfAProgramTakeTurns(t *testing.T) {
 		})
 		batched <- n
 	}()
-	waiting := `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND classid = 22 AND objid = $1
-		AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`
-	for deadline := time.Now().Add(30 * time.Second); b.count(t, waiting, w.program.ID) == 0; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the batch did not wait for its program's lock")
-		}
-	}
+	waitForRefundLock(t, b, w.program.ID, "the batch")
 	if n := b.count(t, `SELECT count(*) FROM refunds`); n != 0 {
 		t.Fatalf("%d refunds written before the batch had its program's lock", n)
 	}
@@ -186,14 +174,7 @@ func TestLoneRefundWaitsForItsProgramsBatch(t *testing.T) {
 	ctx := context.Background()
 	w := b.MustWorld(t, programInput("percent", "30", "USD", 0, 30))
 	txn, cid := b.approved(t, w, 10000)
-	held, err := b.db.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer held.Rollback()
-	if _, err := held.ExecContext(ctx, `SELECT pg_advisory_xact_lock(22, $1::int)`, w.program.ID); err != nil {
-		t.Fatal(err)
-	}
+	held := holdRefundLock(t, b, w.program.ID)
 	type answer struct {
 		res *ledger.RefundResult
 		err error
@@ -203,13 +184,7 @@ func TestLoneRefundWaitsForItsProgramsBatch(t *testing.T) {
 		res, err := b.refunds.ApplyRefund(ctx, ledger.RefundInput{ProgramID: w.program.ID, TransactionID: txn, Source: ledger.SourceAPI})
 		answered <- answer{res, err}
 	}()
-	waiting := `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND classid = 22 AND objid = $1
-		AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`
-	for deadline := time.Now().Add(30 * time.Second); b.count(t, waiting, w.program.ID) == 0; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the refund did not wait for its program's lock")
-		}
-	}
+	waitForRefundLock(t, b, w.program.ID, "the refund")
 	// It has locked nothing yet: the partner's balance account, its
 	// first row lock, is free.
 	if _, err := held.ExecContext(ctx, `SELECT 1 FROM balance_accounts WHERE partner_id = $1 FOR NO KEY UPDATE NOWAIT`, w.partnerID); err != nil {
@@ -226,5 +201,34 @@ func TestLoneRefundWaitsForItsProgramsBatch(t *testing.T) {
 		assertRefund(t, a.res, ledger.RefundResult{Status: ledger.RefundReversed, CommissionID: cid, DeductionMinor: 3000, Currency: ledger.USD})
 	case <-time.After(time.Minute):
 		t.Fatal("the refund did not finish once the lock was free")
+	}
+}
+
+// holdRefundLock takes program's refund lock (22, program) in a
+// transaction of the test's own, as a batch in flight would hold it; the
+// test rolls it back to let the waiting refunds go on.
+func holdRefundLock(t *testing.T, b *ledgerBundle, program int64) *sql.Tx {
+	t.Helper()
+	held, err := b.db.BeginTx(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { held.Rollback() })
+	if _, err := held.Exec(`SELECT pg_advisory_xact_lock(22, $1::int)`, program); err != nil {
+		t.Fatal(err)
+	}
+	return held
+}
+
+// waitForRefundLock waits until a session of the test's database waits
+// for program's refund lock, and fails the test if who never does.
+func waitForRefundLock(t *testing.T, b *ledgerBundle, program int64, who string) {
+	t.Helper()
+	waiting := `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND classid = 22 AND objid = $1
+		AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`
+	for deadline := time.Now().Add(30 * time.Second); b.count(t, waiting, program) == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not wait for its program's lock", who)
+		}
 	}
 }
