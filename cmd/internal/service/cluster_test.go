@@ -38,21 +38,8 @@ func TestTrafficShardsOnARedisCluster(t *testing.T) {
 	cluster := faulttest.StartRedisCluster(t)
 	db := pgtest.New(t)
 	fx := db.MustFixture(t, "shard")
-	env := map[string]string{
-		"DATABASE_URL":        db.URL,
-		"REDIS_CLUSTER_ADDRS": strings.Join(cluster.Addrs(), ","),
-		"TRAFFIC_SHARDS":      "3",
-	}
-	cfg, err := config.Load(func(k string) string { return env[k] })
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
-	b, err := Open(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
+	b := openOnCluster(t, db.URL, cluster.Addrs())
 	if _, ok := b.Redis.(*redis.ClusterClient); !ok {
 		t.Fatalf("backends hold a %T, want a cluster client", b.Redis)
 	}
@@ -236,21 +223,8 @@ func BenchmarkClickPipelineOnCluster(bm *testing.B) {
 	cluster := faulttest.StartRedisCluster(bm)
 	db := pgtest.New(bm)
 	fx := db.MustFixture(bm, "bench")
-	env := map[string]string{
-		"DATABASE_URL":        db.URL,
-		"REDIS_CLUSTER_ADDRS": strings.Join(cluster.Addrs(), ","),
-		"TRAFFIC_SHARDS":      "3",
-	}
-	cfg, err := config.Load(func(k string) string { return env[k] })
-	if err != nil {
-		bm.Fatal(err)
-	}
 	ctx := context.Background()
-	b, err := Open(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		bm.Fatal(err)
-	}
-	bm.Cleanup(func() { b.Close() })
+	b := openOnCluster(bm, db.URL, cluster.Addrs())
 	store := postgres.NewTrafficStore(b.DB)
 	for _, wait := range []int{0, 1} {
 		bm.Run(fmt.Sprintf("wait=%d", wait), func(bm *testing.B) {
@@ -288,4 +262,25 @@ func BenchmarkClickPipelineOnCluster(bm *testing.B) {
 			bm.ReportMetric(float64(p.Stats().Diverted.Load()), "diverted")
 		})
 	}
+}
+
+// openOnCluster opens the backends as the binaries do with
+// REDIS_CLUSTER_ADDRS=addrs and TRAFFIC_SHARDS=3, closed at the end.
+func openOnCluster(tb testing.TB, dbURL string, addrs []string) *Backends {
+	tb.Helper()
+	env := map[string]string{
+		"DATABASE_URL":        dbURL,
+		"REDIS_CLUSTER_ADDRS": strings.Join(addrs, ","),
+		"TRAFFIC_SHARDS":      "3",
+	}
+	cfg, err := config.Load(func(k string) string { return env[k] })
+	if err != nil {
+		tb.Fatal(err)
+	}
+	b, err := Open(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { b.Close() })
+	return b
 }
