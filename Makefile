@@ -79,7 +79,9 @@ fuzz:
 #                          on the bulk-loaded clicks;
 #   BENCH_ONLY=redis-scale the ceilings, then click intake on a 3-primary
 #                          cluster against one Redis, and with
-#                          REDIS_WAIT_REPLICAS=1 against 0.
+#                          REDIS_WAIT_REPLICAS=1 against 0;
+#   BENCH_ONLY=drain       the click worker draining a backlog with the
+#                          rollup trigger and without (issue 25).
 # BENCH_EDGE_BIN and BENCH_WORKER_BIN measure binaries built from another
 # checkout instead (the database is migrated by this checkout's
 # partnerctl), to compare old and new code on the same machine in the

@@ -68,7 +68,8 @@ type alone struct {
 // Phases are the selections Config.Only can run alone: redis-kill (the
 // clicks through a Redis kill), money (the raw sale transaction, then
 // sales and refunds at max and at the fixed rate) and listing (the
-// event listing and the performance endpoint on the loaded clicks) and
+// event listing and the performance endpoint on the loaded clicks), drain
+// (the click worker's drain rate with and without the rollup trigger) and
 // redis-scale (click intake on a Redis Cluster and with
 // REDIS_WAIT_REPLICAS, after the HTTP ceilings).
 var Phases = map[string]alone{
@@ -76,6 +77,7 @@ var Phases = map[string]alone{
 	"redis-kill":  {run: (*bench).redisKill},
 	"money":       {raw: true, run: (*bench).money},
 	"listing":     {run: (*bench).listingAlone},
+	"drain":       {run: (*bench).drainAlone},
 }
 
 // bench is one run.

@@ -30,6 +30,7 @@ type world struct {
 	saleRateCap                  float64         // the fixed rate salesRate has keys enough for
 	clickMax, sustained, listing drive.Program
 	leads                        drive.Program
+	drain                        drive.Program // the rollups' drain comparison
 	aof                          [2]drive.Program
 }
 
@@ -73,6 +74,10 @@ func (b *bench) measureService(ctx context.Context) error {
 	b.settle(ctx, "clicks at max (2)")
 	if err := b.clickIntake(ctx, n, w); err != nil {
 		return err
+	}
+	b.say("== worker drain with and without the rollup trigger")
+	if err := b.rollupDrain(ctx, n, w.drain); err != nil {
+		return fmt.Errorf("rollups' drain comparison: %w", err)
 	}
 	b.say("== Redis AOF")
 	if err := b.aofCost(ctx, w); err != nil {
@@ -119,7 +124,7 @@ func (b *bench) provision(ctx context.Context, n *node) (*world, error) {
 	// changing, see ceilingDrift).
 	rateCap := shareOf(targets.moneyShare, max(maxSaleRate, 1.5*b.ceil["raw"]))
 	r := salePrograms(b.p.saleRateFor, rateCap)
-	const singles = 6 // clicks at max, sustained, listing, two AOF, leads
+	const singles = 7 // clicks at max, sustained, listing, two AOF, leads, drain
 	c := drive.NewClient(n.addr, 16)
 	start := time.Now()
 	pw, err := drive.Provision(ctx, c, drive.ProvisionOptions{OperatorToken: b.opToken, Tag: b.tag,
@@ -129,7 +134,7 @@ func (b *bench) provision(ctx context.Context, n *node) (*world, error) {
 	}
 	ps := pw.Programs
 	w := &world{World: pw, salesMax: ps[:a], salesRate: ps[a : a+r], clickMax: ps[a+r], sustained: ps[a+r+1],
-		listing: ps[a+r+2], aof: [2]drive.Program{ps[a+r+3], ps[a+r+4]}, leads: ps[a+r+5], saleRateCap: rateCap}
+		listing: ps[a+r+2], aof: [2]drive.Program{ps[a+r+3], ps[a+r+4]}, leads: ps[a+r+5], drain: ps[a+r+6], saleRateCap: rateCap}
 	// Every seed click in Postgres, so that each phase's count starts at 2.
 	want := int64(2 * len(ps))
 	deadline := time.Now().Add(60 * time.Second)

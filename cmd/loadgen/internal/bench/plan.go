@@ -17,6 +17,7 @@ type plan struct {
 	listing       time.Duration // the listing's four queries at their rate
 	performance   time.Duration // the performance endpoint's three queries at theirs
 	drainWait     time.Duration // how long to wait for a click backlog to reach Postgres
+	drainClicks   int64         // the backlog each run of the rollups' drain comparison takes
 	outage        time.Duration // Redis killed this long under clicks…
 	outageSteady  time.Duration // …with this long of clicks before and after
 }
@@ -26,12 +27,12 @@ func planFor(quick bool) plan {
 		return plan{ceiling: 2 * time.Second, raw: 2 * time.Second, saleMax: 3 * time.Second,
 			saleRateFor: 5 * time.Second, aux: 2 * time.Second, clickMax: 4 * time.Second, aof: 2 * time.Second,
 			sustained: 8 * time.Second, listingClicks: 1_000_000, probe: 200 * time.Millisecond, listing: 3 * time.Second,
-			performance: 3 * time.Second, drainWait: 60 * time.Second, outage: 3 * time.Second, outageSteady: time.Second}
+			performance: 3 * time.Second, drainWait: 60 * time.Second, drainClicks: 10_000, outage: 3 * time.Second, outageSteady: time.Second}
 	}
 	return plan{ceiling: 10 * time.Second, raw: 10 * time.Second, saleMax: 10 * time.Second,
 		saleRateFor: 20 * time.Second, aux: 5 * time.Second, clickMax: 10 * time.Second, aof: 6 * time.Second,
 		sustained: 60 * time.Second, listingClicks: 10_000_000, probe: time.Second, listing: 10 * time.Second,
-		performance: 6 * time.Second, drainWait: 120 * time.Second, outage: 10 * time.Second, outageSteady: 3 * time.Second}
+		performance: 6 * time.Second, drainWait: 120 * time.Second, drainClicks: 150_000, outage: 10 * time.Second, outageSteady: 3 * time.Second}
 }
 
 // perKey is how many sales one program key takes in a phase: with the

@@ -48,11 +48,16 @@ type targetTable struct {
 
 	outage rateBound // clicks at outageRate through a Redis kill (and none lost)
 
+	// rollupDrainCost bounds what the clicks' rollup trigger costs the
+	// click worker: 1 − its drain rate with the trigger over without
+	// (issue 25).
+	rollupDrainCost float64
+
 	edgeRSS, workerRSS int64 // peak RSS
 }
 
-// targets are issue 29's (issues 25 and 27 for the performance endpoint
-// and the pages).
+// targets are issue 29's (issues 25 and 27 for the performance endpoint,
+// the rollups' cost and the pages).
 var targets = targetTable{
 	clickEnqueue: 1.5, clickBare: 0.6, clickP99: 8 * time.Millisecond,
 
@@ -70,6 +75,8 @@ var targets = targetTable{
 	page:        rateBound{p99: 50 * time.Millisecond, late: maxLate},
 
 	outage: rateBound{p99: 50 * time.Millisecond, late: maxLate},
+
+	rollupDrainCost: 0.10,
 
 	edgeRSS: 150 << 20, workerRSS: 256 << 20,
 }
@@ -156,4 +163,36 @@ func sustainedMet(s sustainedRun) bool {
 // bound and every accepted click was stored exactly once.
 func outageMet(res *drive.Result, stored int64, drained bool) bool {
 	return targets.outage.met(res) && drained && stored == res.Success()
+}
+
+// drainCost is the share of the click worker's drain rate the rollup
+// trigger costs, from the better run with it (on) and without it (off);
+// 1 when a side has no drained run.
+func drainCost(runs []drainRun) (cost, off, on float64) {
+	for _, r := range runs {
+		if r.rollups {
+			on = max(on, r.rate())
+		} else {
+			off = max(off, r.rate())
+		}
+	}
+	if off <= 0 || on <= 0 {
+		return 1, off, on
+	}
+	return 1 - on/off, off, on
+}
+
+// drainMet tells whether every run drained its backlog and the rollups
+// cost at most rollupDrainCost of the drain rate.
+func drainMet(runs []drainRun) bool {
+	if len(runs) == 0 {
+		return false
+	}
+	for _, r := range runs {
+		if !r.ok {
+			return false
+		}
+	}
+	cost, _, _ := drainCost(runs)
+	return cost <= targets.rollupDrainCost
 }

@@ -32,6 +32,7 @@ func TestTargetsAreTheIssues(t *testing.T) {
 		{"performance", targets.performance, rateBound{p99: 20 * ms, late: 0.01}},
 		{"pages", targets.page, rateBound{p99: 50 * ms, late: 0.01}},
 		{"Redis kill", targets.outage, rateBound{p99: 50 * ms, late: 0.01}},
+		{"rollups' cost on the click worker", targets.rollupDrainCost, 0.10},
 		{"edge RSS", targets.edgeRSS, int64(150 << 20)},
 		{"worker RSS", targets.workerRSS, int64(256 << 20)},
 	} {
@@ -202,6 +203,35 @@ func TestRates(t *testing.T) {
 	} {
 		if math.Abs(c.got-c.want) > 1e-9 {
 			t.Errorf("%s: %v, want %v", c.desc, c.got, c.want)
+		}
+	}
+}
+
+func TestDrainCost(t *testing.T) {
+	run := func(on bool, clicks int64, took time.Duration) drainRun {
+		return drainRun{rollups: on, clicks: clicks, took: took, ok: true}
+	}
+	stuck := drainRun{rollups: true, clicks: 1000, took: time.Minute}
+	for _, c := range []struct {
+		desc string
+		runs []drainRun
+		cost float64
+		met  bool
+	}{
+		{"the better of each side", []drainRun{run(false, 1000, time.Second), run(true, 1000, 1250*time.Millisecond),
+			run(true, 1000, 1100*time.Millisecond), run(false, 1000, 1200*time.Millisecond)}, 1 - 1/1.1, true},
+		{"just over", []drainRun{run(false, 1000, time.Second), run(true, 1000, 1112*time.Millisecond)}, 1 - 1/1.112, false},
+		{"rollups faster", []drainRun{run(false, 1000, time.Second), run(true, 1000, 900*time.Millisecond)}, 1 - 1/0.9, true},
+		{"a run not drained", []drainRun{run(false, 1000, time.Second), run(true, 1000, time.Second), stuck}, 0, false},
+		{"no run with the rollups", []drainRun{run(false, 1000, time.Second)}, 1, false},
+		{"none", nil, 1, false},
+	} {
+		cost, _, _ := drainCost(c.runs)
+		if math.Abs(cost-c.cost) > 1e-9 {
+			t.Errorf("%s: cost %v, want %v", c.desc, cost, c.cost)
+		}
+		if got := drainMet(c.runs); got != c.met {
+			t.Errorf("%s: met %v, want %v", c.desc, got, c.met)
 		}
 	}
 }

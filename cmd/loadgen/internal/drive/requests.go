@@ -28,11 +28,17 @@ func IP(n int64) string {
 	return fmt.Sprintf("10.%d.%d.%d", (n>>16)&255, (n>>8)&255, n&255)
 }
 
-// ClickBody is a click as the browser tracker sends it, about 330 bytes.
+// ClickBody is a click as the browser tracker sends it, about 330 bytes,
+// every one of the same visitor session.
 func ClickBody(code string) []byte {
+	return clickBody(code, "sess_k2j3h4g5f6_1732180000000")
+}
+
+func clickBody(code, session string) []byte {
 	u := "https://shop.example.com/landing?aff=" + code + "&utm_source=newsletter"
 	return []byte(`{"affiliate_url":"` + u + `","page_url":"` + u +
-		`","referrer_url":"https://news.example.org/","session_id":"sess_k2j3h4g5f6_1732180000000","screen_resolution":"1920x1080","language":"en-US","timezone":"Europe/Berlin"}`)
+		`","referrer_url":"https://news.example.org/","session_id":"` + session +
+		`","screen_resolution":"1920x1080","language":"en-US","timezone":"Europe/Berlin"}`)
 }
 
 // Clicks posts clicks on the programs' links, program i%len and client
@@ -46,6 +52,17 @@ func Clicks(c *Client, programs []Program, ipBase int64) Do {
 		return c.Do(&Request{Method: "POST", Path: "/api/v1/track/click",
 			Header: [][2]string{{"X-Forwarded-For", IP(ipBase + i%ClientIPs)}},
 			Body:   bodies[i%int64(len(bodies))]}, nil)
+	}
+}
+
+// ClicksNewSessions posts clicks on a program's link like Clicks, each
+// of a visitor session of its own ("sess_<tag>_<i>"): the worst case for
+// the rollups' unique visitors, which keep every session of a day once.
+func ClicksNewSessions(c *Client, p Program, ipBase int64, tag string) Do {
+	return func(ctx context.Context, w int, i int64) (int, error) {
+		return c.Do(&Request{Method: "POST", Path: "/api/v1/track/click",
+			Header: [][2]string{{"X-Forwarded-For", IP(ipBase + i%ClientIPs)}},
+			Body:   clickBody(p.Code, "sess_"+tag+"_"+strconv.FormatInt(i, 10))}, nil)
 	}
 }
 

@@ -32,3 +32,13 @@ func TestIPsAreDistinctWithinTheSpace(t *testing.T) {
 		t.Fatalf("IP(0) %s IP(258) %s IP(2^24+5) %s", IP(0), IP(258), IP(1<<24+5))
 	}
 }
+
+func TestClickBodyCarriesItsSession(t *testing.T) {
+	var v map[string]any
+	if err := json.Unmarshal(clickBody("pat1", "sess_ab_42"), &v); err != nil {
+		t.Fatalf("click body is not JSON: %v", err)
+	}
+	if v["session_id"] != "sess_ab_42" || v["page_url"] != "https://shop.example.com/landing?aff=pat1&utm_source=newsletter" {
+		t.Fatalf("session_id %v, page_url %v", v["session_id"], v["page_url"])
+	}
+}
