@@ -15,6 +15,10 @@ type Housekeeper interface {
 	// Prune deletes the history the retention lets go, in batches, and
 	// reports how many rows it deleted.
 	Prune(ctx context.Context, r Retention) (Pruned, error)
+	// TallySessions counts up to max of the sessions the click batches
+	// left pending into the rollups' unique visitors, exactly once each,
+	// and reports how many it took (fewer than max: none is left).
+	TallySessions(ctx context.Context, max int) (int64, error)
 }
 
 // Retention is how long delivered history is kept.

@@ -3,11 +3,13 @@ package workers
 import (
 	"context"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/hibiken/asynq"
 
 	"github.com/partnertrack/partnertrack/ledger"
+	"github.com/partnertrack/partnertrack/workers/tasks"
 )
 
 // Outbox sweep settings: a message is swept once it has waited longer than
@@ -63,6 +65,99 @@ func (h *PruneHandler) ProcessTask(ctx context.Context, _ *asynq.Task) error {
 			"rollup_sessions", p.RollupSessions)
 	}
 	return err
+}
+
+// Session tally settings: how many pending sessions one tally
+// transaction takes (its rollup rows stay locked, and click batches of
+// the same days wait on them, for about a tenth of a second at most); the
+// click batches waiting in the queues above which a run yields to them;
+// and how many runs in a row may yield (the visitors then lag by at most
+// that many runs of the schedule).
+const (
+	sessionsTallyBatch = 5000
+	tallyYieldBacklog  = 10
+	tallyMaxYields     = 15
+)
+
+// SessionsTallyHandler counts the sessions click batches left pending into
+// the rollups' unique visitors (migration 00025), every two seconds.
+// While click batches wait in the queues it yields to them: storing the
+// clicks comes first, and the sessions' set costs Postgres about as much
+// as the clicks themselves (docs/decisions.md, "Unique visitors by a
+// tally").
+type SessionsTallyHandler struct {
+	Housekeeper ledger.Housekeeper
+	// Backlog counts the click batches waiting in the queues; nil never
+	// yields.
+	Backlog func(context.Context) (int, error)
+	Logger  *slog.Logger
+
+	yields atomic.Int32 // runs yielded in a row
+}
+
+// ProcessTask tallies batches until none is left or ctx ends; a run cut
+// short leaves the rest to the next one.
+func (h *SessionsTallyHandler) ProcessTask(ctx context.Context, _ *asynq.Task) error {
+	if h.yield(ctx) {
+		return nil
+	}
+	var total int64
+	for ctx.Err() == nil {
+		n, err := h.Housekeeper.TallySessions(ctx, sessionsTallyBatch)
+		total += n
+		if err != nil {
+			return err
+		}
+		if n < sessionsTallyBatch {
+			break
+		}
+	}
+	if total > 0 {
+		h.Logger.Debug("sessions tallied", "count", total)
+	}
+	return nil
+}
+
+// yield tells whether this run leaves the tally to a later one: click
+// batches are waiting, and fewer than tallyMaxYields runs yielded before.
+func (h *SessionsTallyHandler) yield(ctx context.Context) bool {
+	if h.Backlog == nil {
+		return false
+	}
+	waiting, err := h.Backlog(ctx)
+	if err != nil || waiting <= tallyYieldBacklog || h.yields.Load() >= tallyMaxYields {
+		h.yields.Store(0)
+		return false
+	}
+	h.yields.Add(1)
+	return true
+}
+
+// ClickBacklog counts the click batch tasks pending in the namespace's
+// click queues (every shard), for SessionsTallyHandler.Backlog.
+func ClickBacklog(insp *asynq.Inspector, ns tasks.Namespace, shards int) func(context.Context) (int, error) {
+	clicks := map[string]bool{}
+	for _, q := range tasks.TrafficQueues(tasks.QueueClicks, shards) {
+		clicks[ns.Queue(q)] = true
+	}
+	return func(context.Context) (int, error) {
+		queues, err := insp.Queues() // a queue is listed once a task was enqueued to it
+		if err != nil {
+			return 0, err
+		}
+		n := 0
+		for _, q := range queues {
+			if !clicks[q] {
+				continue
+			}
+			info, err := insp.GetQueueInfo(q)
+			if err != nil {
+				return 0, err
+			}
+			n += info.Pending
+		}
+		return n, nil
+	}
 }
 
 // PartitionsHandler prepares future monthly partitions.

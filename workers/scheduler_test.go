@@ -35,6 +35,7 @@ func TestSchedulerRegistersMaintenance(t *testing.T) {
 		{tasks.TypeHistoryPrune, "@every 1h"},
 		{tasks.TypeCommissionDigest, "@every 1h"},
 		{tasks.TypeProcessorSweep, ""}, // any schedule
+		{tasks.TypeSessionsTally, "@every 2s"},
 	} {
 		waitFor(t, "scheduler entry "+want.taskType, func() bool {
 			entries, _ := insp.SchedulerEntries()

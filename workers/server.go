@@ -23,7 +23,10 @@ type Handlers struct {
 	Commissions ledger.CommissionService // commission approval after the hold
 	Inbox       *notify.Inbox            // in-app notifications
 	Traffic     ledger.TrafficStore      // click and visit batches
-	Webhooks    *notify.Sender           // brand webhooks
+	// ClickBacklog counts the click batches waiting in the queues (the
+	// session tally yields to them); nil: the tally never yields.
+	ClickBacklog func(context.Context) (int, error)
+	Webhooks     *notify.Sender // brand webhooks
 	// Mailer sends emails; nil when the worker does not serve the emails
 	// queue, and then no email handler is registered.
 	Mailer mail.Mailer
@@ -42,6 +45,7 @@ func NewMux(h Handlers) *asynq.ServeMux {
 	mux := asynq.NewServeMux()
 	mux.Handle(tasks.TypeOutboxSweep, &OutboxSweepHandler{Outbox: h.Outbox, Logger: h.Logger})
 	mux.Handle(tasks.TypePartitionsEnsure, &PartitionsHandler{Housekeeper: h.Housekeeper})
+	mux.Handle(tasks.TypeSessionsTally, &SessionsTallyHandler{Housekeeper: h.Housekeeper, Backlog: h.ClickBacklog, Logger: h.Logger})
 	mux.Handle(tasks.TypeHistoryPrune, &PruneHandler{Housekeeper: h.Housekeeper, Retention: ledger.DefaultRetention, Logger: h.Logger})
 	mux.Handle(tasks.TypeCommissionsApprove, &CommissionApprovalHandler{Commissions: h.Commissions, Logger: h.Logger})
 	mux.Handle(tasks.TypeNotificationDeliver, &NotificationHandler{Inbox: h.Inbox})
@@ -116,6 +120,7 @@ func NewScheduler(conn asynq.RedisConnOpt, ns tasks.Namespace, logger *slog.Logg
 	}{
 		{"@every 5s", tasks.NewOutboxSweepTask()},
 		{"@every 10s", tasks.NewProcessorSweepTask()},
+		{"@every 2s", tasks.NewSessionsTallyTask()},
 		{"@every 1h", tasks.NewPartitionsEnsureTask()},
 		{"@every 1h", tasks.NewHistoryPruneTask()},
 		{"@every 1m", tasks.NewCommissionsApproveTask()},

@@ -11,7 +11,7 @@ import (
 )
 
 // RollupService checks and rebuilds the analytics rollups (migrations
-// 00016, 00017 and 00023) against the raw tables they count. It is the operator's
+// 00016, 00017, 00023 and 00025) against the raw tables they count. It is the operator's
 // tool behind `partnerctl analytics verify` and `rebuild`.
 type RollupService struct {
 	db *DB
@@ -152,13 +152,36 @@ const (
 	GROUP BY 1, 2`
 )
 
+// pendingVisitors (pv) is what the next tallies will add to program $1's
+// visitors of days [$2, $3]: per key (the program's as -1, -1), the
+// pending sessions the tallied set does not hold yet. The stored
+// counters are compared with it added, so that the verification holds
+// between two tallies too.
+const pendingVisitors = `ps AS (
+		SELECT DISTINCT day, partner_id, link_id, session_id FROM rollup_pending_sessions
+		WHERE program_id = $1 AND day >= COALESCE($2::date, '-infinity') AND day <= COALESCE($3::date, 'infinity')
+	), pk AS (
+		SELECT day, partner_id, link_id, session_id FROM ps
+		UNION
+		SELECT day, -1, -1, session_id FROM ps
+	), pv AS (
+		SELECT day, partner_id, link_id, count(*) AS n FROM pk
+		WHERE NOT EXISTS (SELECT 1 FROM rollup_sessions r WHERE r.program_id = $1 AND r.day = pk.day
+			AND r.partner_id = pk.partner_id AND r.link_id = pk.link_id AND r.session_id = pk.session_id)
+		GROUP BY 1, 2, 3
+	)`
+
 // The stored rows of program $1 for days [$2, $3], in the recomputations'
 // shape.
 const (
-	storedTraffic = `SELECT day, partner_id, link_id, clicks, visitors, leads FROM rollup_traffic_daily
-	WHERE program_id = $1 AND day >= COALESCE($2::date, '-infinity') AND day <= COALESCE($3::date, 'infinity')`
-	storedVisitors = `SELECT day, clicks, visitors, leads FROM rollup_visitors_daily
-	WHERE program_id = $1 AND day >= COALESCE($2::date, '-infinity') AND day <= COALESCE($3::date, 'infinity')`
+	storedTraffic = `WITH ` + pendingVisitors + `
+	SELECT t.day, t.partner_id, t.link_id, t.clicks, t.visitors + COALESCE(p.n, 0), t.leads
+	FROM rollup_traffic_daily t LEFT JOIN pv p USING (day, partner_id, link_id)
+	WHERE t.program_id = $1 AND t.day >= COALESCE($2::date, '-infinity') AND t.day <= COALESCE($3::date, 'infinity')`
+	storedVisitors = `WITH ` + pendingVisitors + `
+	SELECT t.day, t.clicks, t.visitors + COALESCE(p.n, 0), t.leads
+	FROM rollup_visitors_daily t LEFT JOIN pv p ON p.day = t.day AND p.partner_id = -1
+	WHERE t.program_id = $1 AND t.day >= COALESCE($2::date, '-infinity') AND t.day <= COALESCE($3::date, 'infinity')`
 	storedSales = `SELECT day, partner_id, link_id, currency, conversions, revenue_minor, commission_minor, refunds,
 		refunded_minor FROM rollup_sales_daily
 	WHERE program_id = $1 AND day >= COALESCE($2::date, '-infinity') AND day <= COALESCE($3::date, 'infinity')`
@@ -240,7 +263,9 @@ func dateArg(t time.Time) any {
 // (zero: unbounded) from the raw tables and returns each one that differs
 // from the stored rollups (a missing row counts as zeros), sorted by table
 // and key. It reads both in one repeatable-read snapshot, so it can run
-// under load: the triggers write the rollups in the raw rows' transaction.
+// under load: the triggers write the rollups in the raw rows' transaction,
+// and the visitors not tallied yet are counted from the pending sessions
+// (pendingVisitors).
 func (s *RollupService) VerifyRollups(ctx context.Context, programID int64, from, to time.Time) (diffs []RollupDiff, err error) {
 	defer wrap(&err, "postgres.VerifyRollups(%d)", programID)
 	tx, err := s.db.BeginTxx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
@@ -353,8 +378,8 @@ func rebuildRollups(ctx context.Context, tx *sqlx.Tx, programID int64) error {
 	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(17, ($1::bigint & 2147483647)::int)`, programID); err != nil {
 		return err
 	}
-	for _, table := range []string{"rollup_traffic_daily", "rollup_sessions", "rollup_visitors_daily", "rollup_sales_daily",
-		"rollup_program_sales_daily"} {
+	for _, table := range []string{"rollup_traffic_daily", "rollup_sessions", "rollup_pending_sessions",
+		"rollup_visitors_daily", "rollup_sales_daily", "rollup_program_sales_daily"} {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE program_id = $1`, programID); err != nil {
 			return err
 		}

@@ -49,9 +49,35 @@ func (b *rollupBundle) mustWrite(tb testing.TB, clicks ...ledger.Click) int {
 	return n
 }
 
-// traffic reads the program's traffic counters summed over its rows as
-// "clicks visitors leads", and the program-wide visitors.
+// tally counts every pending session into the visitors, as the worker's
+// periodic task does, and returns how many it took.
+func (b *rollupBundle) tally(tb testing.TB) int64 {
+	tb.Helper()
+	h := postgres.NewHousekeeper(b.db.DB)
+	var total int64
+	for {
+		n, err := h.TallySessions(context.Background(), 3)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		total += n
+		if n < 3 {
+			return total
+		}
+	}
+}
+
+// traffic3 tallies the pending sessions, then reads the program's
+// traffic counters summed over its rows as "clicks visitors leads", and
+// the program-wide visitors.
 func (b *rollupBundle) traffic3(tb testing.TB) string {
+	tb.Helper()
+	b.tally(tb)
+	return b.untallied(tb)
+}
+
+// untallied reads what traffic3 reads without tallying first.
+func (b *rollupBundle) untallied(tb testing.TB) string {
 	tb.Helper()
 	var clicks, visitors, leads, program int64
 	if err := b.db.QueryRow(`SELECT COALESCE(sum(clicks), 0), COALESCE(sum(visitors), 0), COALESCE(sum(leads), 0),
@@ -185,6 +211,56 @@ func TestRollupClicks(t *testing.T) {
 	c.LinkID = &other.ID
 	b.mustWrite(t, c)
 	assertEq(t, "another link", b.traffic3(t), "clicks=6 visitors=4 leads=0 program_visitors=3")
+	b.mustVerify(t)
+}
+
+// TestRollupVisitorsTallied: a click batch counts its clicks at once and
+// leaves its sessions pending; the verification holds before the tally
+// (it counts the pending ones); the tally counts each session once per
+// key however many batches left it pending, and a second tally adds
+// nothing.
+func TestRollupVisitorsTallied(t *testing.T) {
+	b := setupRollups(t)
+	now := b.clock.Now()
+	b.mustWrite(t, b.click(now, "s1"), b.click(now, "s1"), b.click(now, "s2"))
+	b.mustWrite(t, b.click(now, "s1"), b.click(now, "s3"))
+	assertEq(t, "before the tally", b.untallied(t), "clicks=5 visitors=0 leads=0 program_visitors=0")
+	var pending int
+	if err := b.db.QueryRow(`SELECT count(*) FROM rollup_pending_sessions WHERE program_id = $1`, b.w.program.ID).Scan(&pending); err != nil {
+		t.Fatal(err)
+	}
+	if pending != 4 { // s1, s2 from the first batch (distinct), s1, s3 from the second
+		t.Fatalf("%d pending sessions, want 4", pending)
+	}
+	b.mustVerify(t)
+
+	if n := b.tally(t); n != 4 {
+		t.Fatalf("tallied %d, want 4", n)
+	}
+	assertEq(t, "after the tally", b.untallied(t), "clicks=5 visitors=3 leads=0 program_visitors=3")
+	if n := b.tally(t); n != 0 {
+		t.Fatalf("second tally took %d, want 0", n)
+	}
+	assertEq(t, "after a second tally", b.untallied(t), "clicks=5 visitors=3 leads=0 program_visitors=3")
+	b.mustVerify(t)
+
+	// A session already tallied, pending again from a later batch: no
+	// visitor more; the verification holds before and after.
+	b.mustWrite(t, b.click(now, "s2"), b.click(now, "s4"))
+	b.mustVerify(t)
+	assertEq(t, "a seen and a new session", b.traffic3(t), "clicks=7 visitors=4 leads=0 program_visitors=4")
+	b.mustVerify(t)
+
+	// A rebuild takes the pending sessions with it: nothing is left to
+	// count twice.
+	b.mustWrite(t, b.click(now, "s5"))
+	if _, err := b.rollups.RebuildRollups(context.Background(), b.w.program.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.db.QueryRow(`SELECT count(*) FROM rollup_pending_sessions WHERE program_id = $1`, b.w.program.ID).Scan(&pending); err != nil || pending != 0 {
+		t.Fatalf("%d pending sessions after the rebuild (%v), want 0", pending, err)
+	}
+	assertEq(t, "after a rebuild", b.untallied(t), "clicks=8 visitors=5 leads=0 program_visitors=5")
 	b.mustVerify(t)
 }
 
@@ -405,8 +481,8 @@ func TestRollupVerifyAndRebuild(t *testing.T) {
 }
 
 // TestRollupConcurrentWriters runs click batches (overlapping, so some
-// are redeliveries), sales and rebuilds in parallel: the rollups match
-// the raw tables after, and no writer deadlocked.
+// are redeliveries), sales, session tallies and rebuilds in parallel: the
+// rollups match the raw tables after, and no writer deadlocked.
 func TestRollupConcurrentWriters(t *testing.T) {
 	b := setupRollups(t)
 	ctx := context.Background()
@@ -442,6 +518,19 @@ func TestRollupConcurrentWriters(t *testing.T) {
 			}
 		}()
 	}
+	// Tallies run among them too, as the worker's periodic task does.
+	h := postgres.NewHousekeeper(b.db.DB)
+	for range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 20 {
+				if _, err := h.TallySessions(ctx, 7); err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
 	// Rebuilds run among the writers: each waits for the writers in
 	// flight and holds back the next ones, so nothing is lost or doubled.
 	for range 3 {
@@ -458,6 +547,7 @@ func TestRollupConcurrentWriters(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
+	b.mustVerify(t) // with sessions still pending
 	assertEq(t, "clicks", strings.Fields(b.traffic3(t))[0], "clicks=481")
 	b.mustVerify(t)
 }

@@ -46,6 +46,7 @@ const (
 	TypeOutboxSweep      = "outbox:sweep"
 	TypePartitionsEnsure = "partitions:ensure"
 	TypeHistoryPrune     = "history:prune"
+	TypeSessionsTally    = "sessions:tally"
 )
 
 // Namespace prefixes queue names. Production leaves it empty; tests give
@@ -267,6 +268,10 @@ func NewOutboxSweepTask() *asynq.Task { return asynq.NewTask(TypeOutboxSweep, ni
 // NewPartitionsEnsureTask builds the periodic creation of future
 // click and visit partitions.
 func NewPartitionsEnsureTask() *asynq.Task { return asynq.NewTask(TypePartitionsEnsure, nil) }
+
+// NewSessionsTallyTask builds the periodic tally of the rollups' unique
+// visitors.
+func NewSessionsTallyTask() *asynq.Task { return asynq.NewTask(TypeSessionsTally, nil) }
 
 // NewHistoryPruneTask builds the periodic deletion of delivered history
 // past its retention (sent outbox messages, webhook delivery attempts).
