@@ -554,8 +554,8 @@ func TestRollupConcurrentWriters(t *testing.T) {
 
 // BenchmarkWriteClicksRollups is BenchmarkWriteClicks with the rollup
 // trigger on and off, in one run over one database: batches of 42 clicks
-// from four writers, each click a new session (the worst case for
-// rollup_sessions). Compare the clicks/s of the two sub-benchmarks; the
+// from four writers, each click a new session (the worst case for the
+// unique visitors: each one appended to the pending sessions). Compare the clicks/s of the two sub-benchmarks; the
 // order alternates so neither always runs on the warmer database.
 func BenchmarkWriteClicksRollups(b *testing.B) {
 	tb := bundleOn(pgtest.New(b))
@@ -612,6 +612,46 @@ func BenchmarkWriteClicksRollups(b *testing.B) {
 		}
 	}
 	trigger(b, true)
+}
+
+// BenchmarkTallySessions measures the session tally (migration 00025):
+// each operation tallies the 500 new sessions of one click batch, written
+// untimed before it, into a set that grows as the run goes on. Its
+// sessions/s set against BenchmarkWriteClicksRollups' clicks/s is what the
+// visitors cost Postgres in all, wherever the tally runs.
+func BenchmarkTallySessions(b *testing.B) {
+	tb := bundleOn(pgtest.New(b))
+	p := MustProgram(b, tb)
+	ctx := context.Background()
+	pa, err := tb.partners.EnrollPartner(ctx, p.ID, "pat@partner.example", "Pat")
+	if err != nil {
+		b.Fatal(err)
+	}
+	l, err := tb.partners.CreateLink(ctx, p.ID, pa.ID, "pat", true)
+	if err != nil {
+		b.Fatal(err)
+	}
+	w := trafficWorld{program: p, partner: pa, link: l, store: postgres.NewTrafficStore(tb.db.DB)}
+	h := postgres.NewHousekeeper(tb.db.DB)
+	batch := make([]ledger.Click, 500)
+	var seq int
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		now := time.Now()
+		for j := range batch {
+			seq++
+			batch[j] = w.click(now)
+			batch[j].SessionID = fmt.Sprintf("sess_%d", seq)
+		}
+		if _, err := w.store.WriteClicks(ctx, batch); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		if n, err := h.TallySessions(ctx, len(batch)); err != nil || n != int64(len(batch)) {
+			b.Fatalf("tallied %d of %d: %v", n, len(batch), err)
+		}
+	}
+	b.ReportMetric(float64(b.N*len(batch))/b.Elapsed().Seconds(), "sessions/s")
 }
 
 // BenchmarkMoneyPathRollups measures what the rollup triggers cost the
