@@ -329,3 +329,45 @@ func BenchmarkAuthenticateProgramKey(b *testing.B) {
 		return err
 	})
 }
+
+// benchPrograms is benchPartners programs (make bench's shape: each
+// brand its own program, partner and customers), with customers customer
+// keys spread over them: key i is of program i % benchPartners.
+func benchPrograms(b *testing.B, customers int) (*ledgerBundle, []saleWorld, []string) {
+	b.Helper()
+	lb := ledgerOn(b, bundleOn(pgtest.New(b)), "2.5")
+	worlds := make([]saleWorld, benchPartners)
+	for i := range worlds {
+		worlds[i] = lb.MustWorld(b, programInput("recurring_percent", "30", "USD", 0, 30))
+	}
+	keys := make([]string, customers)
+	for i := range keys {
+		keys[i] = "cust_bench_" + strconv.Itoa(i)
+		lb.MustCustomerKey(b, worlds[i%benchPartners], keys[i])
+	}
+	return lb, worlds, keys
+}
+
+// BenchmarkRefundManyPrograms is BenchmarkRefund over benchPartners
+// programs, each refund taking its program's refund lock.
+func BenchmarkRefundManyPrograms(b *testing.B) {
+	lb, worlds, keys := benchPrograms(b, 64)
+	ctx := context.Background()
+	txns := make([]string, len(keys))
+	for i, key := range keys {
+		txns[i] = "txn_refunded_" + strconv.Itoa(i)
+		res, err := lb.sales.RecordSale(ctx, sale{txn: txns[i], customerKey: key, amount: 1_000_000_000}.request(worlds[i%benchPartners].program.ID))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := lb.balances.ApproveCommission(ctx, *res.CommissionID); err != nil {
+			b.Fatal(err)
+		}
+	}
+	runParallel(b, func(i int64) error {
+		n := i % int64(len(txns))
+		_, err := lb.refunds.ApplyRefund(ctx, ledger.RefundInput{ProgramID: worlds[n%benchPartners].program.ID, TransactionID: txns[n],
+			AmountCents: 7, RefundID: "re_bench_" + strconv.FormatInt(i, 10), Source: ledger.SourceAPI})
+		return err
+	})
+}
