@@ -25,8 +25,9 @@ type rollupSales struct {
 }
 
 // mustRollups writes rollup rows of a program the way the triggers of
-// migrations 00017 and 00023 keep them: traffic and sales rows, the
-// program's visitors per day, and the program-wide sums.
+// migrations 00017, 00023 and 00024 keep them: traffic and sales rows,
+// the program's visitors per day, the program-wide sums and the active
+// partners.
 func mustRollups(t *testing.T, b *testBundle, programID int64, traffic []rollupTraffic, sales []rollupSales, visitors map[string]int64) {
 	t.Helper()
 	for _, r := range traffic {
@@ -59,6 +60,15 @@ func mustRollups(t *testing.T, b *testBundle, programID int64, traffic []rollupT
 		SELECT program_id, day, currency, sum(conversions), sum(revenue_minor), sum(commission_minor), sum(refunds),
 			sum(refunded_minor)
 		FROM rollup_sales_daily WHERE program_id = $1 GROUP BY 1, 2, 3`, programID)
+	// And the active partners of each day (migration 00024): those with a
+	// non-zero counter in a per-link row.
+	mustSQL(t, b, `INSERT INTO rollup_partners_daily (program_id, day, partner_id)
+		SELECT program_id, day, partner_id FROM rollup_traffic_daily
+		WHERE program_id = $1 AND partner_id <> 0 AND (clicks <> 0 OR visitors <> 0 OR leads <> 0)
+		UNION
+		SELECT program_id, day, partner_id FROM rollup_sales_daily
+		WHERE program_id = $1 AND partner_id <> 0 AND (conversions <> 0 OR revenue_minor <> 0 OR commission_minor <> 0
+			OR refunds <> 0 OR refunded_minor <> 0)`, programID)
 }
 
 // mustSQL runs a statement on the test database.

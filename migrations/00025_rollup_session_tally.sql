@@ -25,9 +25,10 @@ CREATE TABLE rollup_pending_sessions (
     session_id  text   NOT NULL
 );
 
--- Clicks: the counters of 00023, and the batch's distinct sessions
--- appended to the pending ones. Program rows before per-link rows, as in
--- every rollup writer (the main query runs before the unreferenced CTE).
+-- Clicks: the counters and the active partners of 00024, and the batch's
+-- distinct sessions appended to the pending ones. Program rows, then the
+-- partners' set, then per-link rows, as in 00024 (the main query runs
+-- first, then the unreferenced CTEs, the last written first).
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION rollup_clicks_insert() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
@@ -48,6 +49,12 @@ BEGIN
         ORDER BY 1, 2, 3, 4
         ON CONFLICT (program_id, day, partner_id, link_id) DO UPDATE
             SET clicks = rollup_traffic_daily.clicks + EXCLUDED.clicks
+    ), partners AS (
+        -- 00024: the day's active partners.
+        INSERT INTO rollup_partners_daily (program_id, day, partner_id)
+        SELECT DISTINCT program_id, day, partner_id FROM ev WHERE partner_id <> 0
+        ORDER BY 1, 2, 3
+        ON CONFLICT DO NOTHING
     )
     INSERT INTO rollup_visitors_daily (program_id, day, clicks)
     SELECT program_id, day, count(*) FROM ev
@@ -127,7 +134,7 @@ END $$;
 -- +goose StatementEnd
 
 -- +goose Down
--- Every pending session tallied, then the trigger of 00023 back.
+-- The click trigger of 00024 back, then every pending session tallied.
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION rollup_clicks_insert() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
@@ -161,6 +168,12 @@ BEGIN
         ON CONFLICT (program_id, day, partner_id, link_id) DO UPDATE
             SET clicks = rollup_traffic_daily.clicks + EXCLUDED.clicks,
                 visitors = rollup_traffic_daily.visitors + EXCLUDED.visitors
+    ), partners AS (
+        -- 00024: the day's active partners (see the header).
+        INSERT INTO rollup_partners_daily (program_id, day, partner_id)
+        SELECT DISTINCT program_id, day, partner_id FROM ev WHERE partner_id <> 0
+        ORDER BY 1, 2, 3
+        ON CONFLICT DO NOTHING
     )
     INSERT INTO rollup_visitors_daily (program_id, day, clicks, visitors)
     SELECT program_id, day, sum(clicks), sum(visitors)

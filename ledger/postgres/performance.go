@@ -13,7 +13,7 @@ import (
 )
 
 // PerformanceService implements ledger.PerformanceService over the daily
-// rollups (migrations 00016 and 00023): every read is a range of their primary keys,
+// rollups (migrations 00016, 00023 and 00024): every read is a range of their primary keys,
 // which lead with (program_id, day).
 type PerformanceService struct {
 	db  *DB
@@ -89,19 +89,12 @@ func earliestValid(a, b sql.NullTime) time.Time {
 // sales per day and currency, from the program-wide rows (migration
 // 00023: one row a day, and one a day and currency, whatever the number
 // of links), then the active partners per day of the window and over the
-// window (day NULL). A partner is active on a day when a per-link rollup
-// row of it has a non-zero counter: that count still reads the window's
-// per-link rows (a program-wide row cannot hold a distinct count). Each
-// table is read straight from its primary key range.
+// window (day NULL), from the set of active partners (migration 00024:
+// one row a day and partner, whatever the number of links). Each table
+// is read straight from its primary key range.
 const seriesQuery = `
 	WITH active AS (
-		SELECT day, partner_id FROM rollup_traffic_daily
-		WHERE program_id = $1 AND day BETWEEN $3 AND $4 AND partner_id <> 0
-			AND (clicks <> 0 OR visitors <> 0 OR leads <> 0)
-		UNION
-		SELECT day, partner_id FROM rollup_sales_daily
-		WHERE program_id = $1 AND day BETWEEN $3 AND $4 AND partner_id <> 0
-			AND (conversions <> 0 OR revenue_minor <> 0 OR commission_minor <> 0 OR refunds <> 0 OR refunded_minor <> 0)
+		SELECT day, partner_id FROM rollup_partners_daily WHERE program_id = $1 AND day BETWEEN $3 AND $4
 	)
 	SELECT 't' AS kind, day, '' AS currency, clicks::numeric AS a, leads::numeric AS b, visitors::numeric AS c,
 		0::numeric AS d, 0::numeric AS e

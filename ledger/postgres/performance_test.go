@@ -51,11 +51,17 @@ func mustPerfRollups(tb testing.TB, db *pgtest.DB, programID int64, days, partne
 			SELECT program_id, day, currency, sum(conversions), sum(revenue_minor), sum(commission_minor)
 			FROM rollup_sales_daily WHERE program_id = $1 GROUP BY 1, 2, 3`, programID)
 	}
+	// The active partners (migration 00024): every partner every day.
+	if err == nil {
+		_, err = db.Exec(`
+			INSERT INTO rollup_partners_daily (program_id, day, partner_id)
+			SELECT DISTINCT program_id, day, partner_id FROM rollup_traffic_daily WHERE program_id = $1`, programID)
+	}
 	if err != nil {
 		tb.Fatal(err)
 	}
 	if _, err := db.Exec(`ANALYZE rollup_traffic_daily; ANALYZE rollup_sales_daily; ANALYZE rollup_visitors_daily;
-		ANALYZE rollup_program_sales_daily`); err != nil {
+		ANALYZE rollup_program_sales_daily; ANALYZE rollup_partners_daily`); err != nil {
 		tb.Fatal(err)
 	}
 }

@@ -11,7 +11,7 @@ import (
 )
 
 // RollupService checks and rebuilds the analytics rollups (migrations
-// 00016, 00017, 00023 and 00025) against the raw tables they count. It is the operator's
+// 00016, 00017, 00023, 00024 and 00025) against the raw tables they count. It is the operator's
 // tool behind `partnerctl analytics verify` and `rebuild`.
 type RollupService struct {
 	db *DB
@@ -21,9 +21,11 @@ type RollupService struct {
 func NewRollupService(db *DB) *RollupService { return &RollupService{db: db} }
 
 // RollupDiff is one counter whose stored value is not what the raw tables
-// say. Currency is empty for the traffic and visitor tables; PartnerID and
-// LinkID are 0 for the program-wide tables (rollup_visitors_daily,
-// rollup_program_sales_daily).
+// say. Currency is empty for the traffic, visitor and partner tables;
+// PartnerID and LinkID are 0 for the program-wide tables
+// (rollup_visitors_daily, rollup_program_sales_daily), LinkID for the set
+// of active partners (rollup_partners_daily, whose one counter, active,
+// is 1 for a partner's day in the set).
 type RollupDiff struct {
 	Table      string
 	Day        string // YYYY-MM-DD, the program's day
@@ -37,7 +39,11 @@ type RollupDiff struct {
 
 func (d RollupDiff) String() string {
 	key := fmt.Sprintf("day=%s", d.Day)
-	if d.Table != "rollup_visitors_daily" && d.Table != "rollup_program_sales_daily" {
+	switch d.Table {
+	case "rollup_visitors_daily", "rollup_program_sales_daily":
+	case "rollup_partners_daily":
+		key += fmt.Sprintf(" partner=%d", d.PartnerID)
+	default:
 		key += fmt.Sprintf(" partner=%d link=%d", d.PartnerID, d.LinkID)
 	}
 	if d.Currency != "" {
@@ -150,6 +156,29 @@ const (
 		sum(refunds)::bigint AS refunds, sum(refunded_minor)::bigint AS refunded_minor
 	FROM (` + recomputeSales + `) r
 	GROUP BY 1, 2`
+
+	// The active partners of a day (migration 00024): partners (id <> 0)
+	// with a real click, a settled real lead or a real sale that day, or a
+	// refund of a real sale created that day.
+	recomputePartners = `WITH ` + rollupBounds + `
+	SELECT day, partner_id, 1::bigint AS active FROM (
+		SELECT (c.occurred_at AT TIME ZONE b.tz)::date AS day, c.partner_id
+		FROM clicks c CROSS JOIN b
+		WHERE c.program_id = $1 AND NOT c.is_test AND c.partner_id <> 0 AND c.occurred_at >= b.lo AND c.occurred_at < b.hi
+		UNION
+		SELECT (l.occurred_at AT TIME ZONE b.tz)::date, l.partner_id
+		FROM leads l CROSS JOIN b
+		WHERE l.program_id = $1 AND NOT l.is_test AND l.settled_at IS NOT NULL AND l.partner_id <> 0
+			AND l.occurred_at >= b.lo AND l.occurred_at < b.hi
+		UNION
+		SELECT (s.occurred_at AT TIME ZONE b.tz)::date, s.partner_id
+		FROM sales s CROSS JOIN b
+		WHERE s.program_id = $1 AND NOT s.is_test AND s.partner_id <> 0 AND s.occurred_at >= b.lo AND s.occurred_at < b.hi
+		UNION
+		SELECT (r.created_at AT TIME ZONE b.tz)::date, s.partner_id
+		FROM refunds r JOIN sales s ON s.id = r.sale_id CROSS JOIN b
+		WHERE s.program_id = $1 AND NOT s.is_test AND s.partner_id <> 0 AND r.created_at >= b.lo AND r.created_at < b.hi
+	) x`
 )
 
 // pendingVisitors (pv) is what the next tallies will add to program $1's
@@ -188,6 +217,8 @@ const (
 	storedProgramSales = `SELECT day, currency, conversions, revenue_minor, commission_minor, refunds, refunded_minor
 		FROM rollup_program_sales_daily
 	WHERE program_id = $1 AND day >= COALESCE($2::date, '-infinity') AND day <= COALESCE($3::date, 'infinity')`
+	storedPartners = `SELECT day, partner_id, 1::bigint FROM rollup_partners_daily
+	WHERE program_id = $1 AND day >= COALESCE($2::date, '-infinity') AND day <= COALESCE($3::date, 'infinity')`
 )
 
 // rollupTable describes one rollup table for the comparison: its key
@@ -195,7 +226,7 @@ const (
 // them.
 type rollupTable struct {
 	name      string
-	keys      int // key columns after day: 1 currency; 2 partner_id, link_id; 3 and currency
+	keys      int // key columns after day: 1 currency; 2 partner_id, link_id; 3 and currency; 4 partner_id
 	counters  []string
 	stored    string
 	recompute string
@@ -208,6 +239,7 @@ var rollupTables = []rollupTable{
 		storedSales, recomputeSales},
 	{"rollup_program_sales_daily", 1, []string{"conversions", "revenue_minor", "commission_minor", "refunds", "refunded_minor"},
 		storedProgramSales, recomputeProgramSales},
+	{"rollup_partners_daily", 4, []string{"active"}, storedPartners, recomputePartners},
 }
 
 // rollupKey is a row's key: day, partner, link, currency.
@@ -238,6 +270,8 @@ func readRollupRows(ctx context.Context, tx *sqlx.Tx, t rollupTable, query strin
 			dest = append(dest, &k.partnerID, &k.linkID)
 		case 3:
 			dest = append(dest, &k.partnerID, &k.linkID, &k.currency)
+		case 4:
+			dest = append(dest, &k.partnerID)
 		}
 		for i := range counters {
 			dest = append(dest, &counters[i])
@@ -379,7 +413,7 @@ func rebuildRollups(ctx context.Context, tx *sqlx.Tx, programID int64) error {
 		return err
 	}
 	for _, table := range []string{"rollup_traffic_daily", "rollup_sessions", "rollup_pending_sessions",
-		"rollup_visitors_daily", "rollup_sales_daily", "rollup_program_sales_daily"} {
+		"rollup_visitors_daily", "rollup_sales_daily", "rollup_program_sales_daily", "rollup_partners_daily"} {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE program_id = $1`, programID); err != nil {
 			return err
 		}
@@ -399,6 +433,8 @@ func rebuildRollups(ctx context.Context, tx *sqlx.Tx, programID int64) error {
 			refunds, refunded_minor)
 		SELECT $1, day, currency, conversions, revenue_minor, commission_minor, refunds, refunded_minor
 		FROM (` + recomputeProgramSales + `) x`,
+		`INSERT INTO rollup_partners_daily (program_id, day, partner_id)
+		SELECT $1, day, partner_id FROM (` + recomputePartners + `) x`,
 	} {
 		if _, err := tx.ExecContext(ctx, q, programID, nil, nil); err != nil {
 			return err

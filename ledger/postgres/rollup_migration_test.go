@@ -62,3 +62,61 @@ func TestRollupProgramRowsMigration(t *testing.T) {
 		FROM rollup_program_sales_daily WHERE program_id = $1`),
 		"2026-03-01 EUR 1 5000 1500 0 0; 2026-03-01 USD 3 11999 3600 1 500; 2026-03-02 USD 0 0 0 2 700")
 }
+
+// TestRollupPartnersMigration: migration 00024 over rollups kept by the
+// triggers of 00023. The set of active partners starts as the partners
+// with a non-zero counter in a per-link row of the day, in either table
+// (a refund alone counts); partner 0 and all-zero rows do not. The
+// replaced triggers then add to it.
+func TestRollupPartnersMigration(t *testing.T) {
+	b := setup(t)
+	ctx := context.Background()
+	sqlDB := b.db.DB.DB.DB
+	if _, err := b.db.Exec(`DROP SCHEMA public CASCADE; CREATE SCHEMA public`); err != nil {
+		t.Fatal(err)
+	}
+	if err := migrations.UpTo(ctx, sqlDB, 23); err != nil {
+		t.Fatal(err)
+	}
+	var ws, p int64
+	if err := b.db.QueryRow(`INSERT INTO workspaces (name) VALUES ('Acme') RETURNING id`).Scan(&ws); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.db.QueryRow(`INSERT INTO programs (workspace_id, name, domain, commission_type, commission_rate)
+		VALUES ($1, 'One', 'one.example', 'percent', 20) RETURNING id`, ws).Scan(&p); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`INSERT INTO rollup_traffic_daily (program_id, day, partner_id, link_id, clicks, visitors, leads) VALUES
+			($1, '2026-03-01', 1, 11, 10, 8, 2), ($1, '2026-03-01', 1, 12, 5, 5, 0), ($1, '2026-03-01', 0, 0, 3, 0, 1),
+			($1, '2026-03-02', 2, 21, 0, 0, 1), ($1, '2026-03-03', 3, 31, 0, 0, 0)`,
+		`INSERT INTO rollup_sales_daily (program_id, day, partner_id, link_id, currency, conversions, revenue_minor,
+			commission_minor, refunds, refunded_minor) VALUES
+			($1, '2026-03-01', 2, 21, 'USD', 1, 1999, 600, 0, 0), ($1, '2026-03-04', 1, 11, 'EUR', 0, 0, 0, 1, 500),
+			($1, '2026-03-05', 4, 41, 'USD', 0, 0, 0, 0, 0), ($1, '2026-03-05', 0, 0, 'USD', 1, 100, 0, 0, 0)`,
+	} {
+		if _, err := b.db.Exec(q, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := migrations.Up(ctx, sqlDB, nil); err != nil {
+		t.Fatal(err)
+	}
+	read := func() string {
+		t.Helper()
+		var s string
+		if err := b.db.QueryRow(`SELECT string_agg(day || ' ' || partner_id, '; ' ORDER BY day, partner_id)
+			FROM rollup_partners_daily WHERE program_id = $1`, p).Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	assertEq(t, "backfilled", read(), "2026-03-01 1; 2026-03-01 2; 2026-03-02 2; 2026-03-04 1")
+	// The click trigger of 00024 adds partner 3's day (its all-zero row
+	// did not), and nothing for a click already counted on its day.
+	if _, err := b.db.Exec(`INSERT INTO clicks (click_id, occurred_at, program_id, partner_id, link_id) VALUES
+		('c1', '2026-03-03 10:00Z', $1, 3, 31), ('c2', '2026-03-01 10:00Z', $1, 1, 11)`, p); err != nil {
+		t.Fatal(err)
+	}
+	assertEq(t, "after clicks", read(), "2026-03-01 1; 2026-03-01 2; 2026-03-02 2; 2026-03-03 3; 2026-03-04 1")
+}

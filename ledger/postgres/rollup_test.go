@@ -124,9 +124,11 @@ func (b *rollupBundle) commissionSum(tb testing.TB, cur string) int64 {
 	return n
 }
 
-// mustVerify fails unless the rollups, the program-wide rows included,
-// match the raw tables, and the program-wide rows are the sums of the
-// per-link rows (the triggers write both from the same rows).
+// mustVerify fails unless the rollups, the program-wide rows and the set
+// of active partners included, match the raw tables, the program-wide
+// rows are the sums of the per-link rows, and the set holds exactly the
+// partners with a non-zero per-link row of the day (the triggers write
+// them all from the same rows).
 func (b *rollupBundle) mustVerify(tb testing.TB) {
 	tb.Helper()
 	diffs, err := b.rollups.VerifyRollups(context.Background(), b.w.program.ID, time.Time{}, time.Time{})
@@ -153,7 +155,19 @@ func (b *rollupBundle) mustVerify(tb testing.TB) {
 			sum(commission_minor) AS commission_minor, sum(refunds) AS refunds, sum(refunded_minor) AS refunded_minor
 			FROM rollup_sales_daily WHERE program_id = $1 GROUP BY day, currency) s USING (day, currency)
 		WHERE row(p.conversions, p.revenue_minor, p.commission_minor, p.refunds, p.refunded_minor)
-			IS DISTINCT FROM row(s.conversions, s.revenue_minor, s.commission_minor, s.refunds, s.refunded_minor)`,
+			IS DISTINCT FROM row(s.conversions, s.revenue_minor, s.commission_minor, s.refunds, s.refunded_minor)
+		UNION ALL
+		SELECT 'partners ' || day || ' partner ' || partner_id || ': ' || (CASE WHEN a.day IS NULL THEN 'missing' ELSE 'extra' END)
+		FROM (SELECT day, partner_id FROM rollup_partners_daily WHERE program_id = $1) a
+		FULL JOIN (
+			SELECT day, partner_id FROM rollup_traffic_daily
+			WHERE program_id = $1 AND partner_id <> 0 AND (clicks <> 0 OR visitors <> 0 OR leads <> 0)
+			UNION
+			SELECT day, partner_id FROM rollup_sales_daily
+			WHERE program_id = $1 AND partner_id <> 0 AND (conversions <> 0 OR revenue_minor <> 0 OR commission_minor <> 0
+				OR refunds <> 0 OR refunded_minor <> 0)
+		) n USING (day, partner_id)
+		WHERE a.day IS NULL OR n.day IS NULL`,
 		b.w.program.ID)
 	if err != nil {
 		tb.Fatal(err)
@@ -170,7 +184,7 @@ func (b *rollupBundle) mustVerify(tb testing.TB) {
 		tb.Fatal(err)
 	}
 	for _, m := range mismatches {
-		tb.Errorf("program-wide row is not the sum of the per-link rows: %s", m)
+		tb.Errorf("program-wide row or active partner does not match the per-link rows: %s", m)
 	}
 }
 
@@ -443,6 +457,15 @@ func TestRollupVerifyAndRebuild(t *testing.T) {
 	if _, err := b.db.Exec(`UPDATE rollup_program_sales_daily SET refunds = refunds + 1, revenue_minor = revenue_minor - 1 WHERE program_id = $1`, b.w.program.ID); err != nil {
 		t.Fatal(err)
 	}
+	// And the set of active partners (migration 00024): the partner's day
+	// dropped, another partner's added.
+	if _, err := b.db.Exec(`DELETE FROM rollup_partners_daily WHERE program_id = $1`, b.w.program.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.db.Exec(`INSERT INTO rollup_partners_daily (program_id, day, partner_id) VALUES ($1, $2, $3)`,
+		b.w.program.ID, now.Format(time.DateOnly), b.w.partnerID+1000); err != nil {
+		t.Fatal(err)
+	}
 	diffs, err := b.rollups.VerifyRollups(ctx, b.w.program.ID, time.Time{}, time.Time{})
 	if err != nil {
 		t.Fatal(err)
@@ -453,11 +476,16 @@ func TestRollupVerifyAndRebuild(t *testing.T) {
 	}
 	want := "rollup_traffic_daily.clicks 8→3 | rollup_visitors_daily.clicks 5→3 | rollup_visitors_daily.leads 1→0 | " +
 		"rollup_sales_daily.conversions 0→1 | rollup_sales_daily.revenue_minor 0→10000 | rollup_sales_daily.commission_minor 0→1000 | " +
-		"rollup_program_sales_daily.revenue_minor 9999→10000 | rollup_program_sales_daily.refunds 1→0"
+		"rollup_program_sales_daily.revenue_minor 9999→10000 | rollup_program_sales_daily.refunds 1→0 | " +
+		"rollup_partners_daily.active 0→1 | rollup_partners_daily.active 1→0"
 	assertEq(t, "differences", strings.Join(got, " | "), want)
-	last := diffs[len(diffs)-1].String()
-	if wantLine := "rollup_program_sales_daily day=" + diffs[len(diffs)-1].Day + " currency=USD refunds: stored 1, recomputed 0"; last != wantLine {
+	last := diffs[len(diffs)-3].String()
+	if wantLine := "rollup_program_sales_daily day=" + diffs[len(diffs)-3].Day + " currency=USD refunds: stored 1, recomputed 0"; last != wantLine {
 		t.Fatalf("line %q, want %q", last, wantLine)
+	}
+	if line, wantLine := diffs[len(diffs)-1].String(), fmt.Sprintf("rollup_partners_daily day=%s partner=%d active: stored 1, recomputed 0",
+		now.Format(time.DateOnly), b.w.partnerID+1000); line != wantLine {
+		t.Fatalf("line %q, want %q", line, wantLine)
 	}
 
 	// Outside the days asked, no difference.
@@ -487,15 +515,31 @@ func TestRollupConcurrentWriters(t *testing.T) {
 	b := setupRollups(t)
 	ctx := context.Background()
 	now := b.clock.Now()
+	// A second partner's clicks are every third click, so both partners
+	// are active on most days, each first made active by concurrent
+	// batches (the set of migration 00024).
+	pa, err := b.partners.EnrollPartner(ctx, b.w.program.ID, "second@partner.example", "Second")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l2, err := b.partners.CreateLink(ctx, b.w.program.ID, pa.ID, "second", true)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var batches [][]ledger.Click
 	for i := range 12 {
 		var batch []ledger.Click
 		for j := range 40 {
-			batch = append(batch, b.click(now.Add(-time.Duration(j)*time.Hour), fmt.Sprintf("s%d", (i*7+j)%25)))
+			c := b.click(now.Add(-time.Duration(j)*time.Hour), fmt.Sprintf("s%d", (i*7+j)%25))
+			if (i+j)%3 == 0 {
+				c.PartnerID, c.LinkID = &pa.ID, &l2.ID
+			}
+			batch = append(batch, c)
 		}
 		batches = append(batches, batch)
 	}
 	click := b.MustClick(t, b.w, b.w.partnerID)
+	click2 := b.MustClick(t, saleWorld{program: b.w.program, partnerID: pa.ID, linkID: l2.ID}, pa.ID)
 	var wg sync.WaitGroup
 	errs := make(chan error, 64)
 	for i := range 24 {
@@ -513,6 +557,9 @@ func TestRollupConcurrentWriters(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			s := sale{txn: fmt.Sprintf("c%d", i%8), clickID: click, amount: int64(1000 + i%8)}
+			if i%2 == 1 {
+				s.clickID = click2
+			}
 			if _, err := b.sales.RecordSale(ctx, s.request(b.w.program.ID)); err != nil && ledger.ErrorCode(err) != ledger.EDuplicateTransaction {
 				errs <- err
 			}
@@ -548,7 +595,15 @@ func TestRollupConcurrentWriters(t *testing.T) {
 		t.Error(err)
 	}
 	b.mustVerify(t) // with sessions still pending
-	assertEq(t, "clicks", strings.Fields(b.traffic3(t))[0], "clicks=481")
+	assertEq(t, "clicks", strings.Fields(b.traffic3(t))[0], "clicks=482")
+	var days, active int
+	if err := b.db.QueryRow(`SELECT count(DISTINCT day), count(*) FROM rollup_partners_daily WHERE program_id = $1`,
+		b.w.program.ID).Scan(&days, &active); err != nil {
+		t.Fatal(err)
+	}
+	if days < 2 || active <= days {
+		t.Fatalf("active partners: %d over %d days, want both partners on some day", active, days)
+	}
 	b.mustVerify(t)
 }
 

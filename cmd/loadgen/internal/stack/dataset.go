@@ -124,7 +124,8 @@ func insertRange(ctx context.Context, db *sql.DB, c Clicks, lo, hi int64, now ti
 
 // LoadClickRollups writes the traffic rollups of a program's clicks
 // (clicks and distinct sessions per UTC day, partner and link, and the
-// program's clicks and distinct sessions per day), replacing what the rows held:
+// program's clicks and distinct sessions per day, and its active partners
+// per day), replacing what the rows held:
 // LoadClicks bypasses the triggers that keep them (migration 00017), so
 // the performance endpoint would otherwise read nothing. The program's
 // timezone is UTC in the bench.
@@ -146,8 +147,12 @@ func LoadClickRollups(ctx context.Context, dsn string, programID int64) (time.Du
 		SELECT program_id, (occurred_at AT TIME ZONE 'UTC')::date, count(*), count(DISTINCT session_id)
 		FROM clicks WHERE program_id = $1 AND NOT is_test
 		GROUP BY 1, 2
-		ON CONFLICT (program_id, day) DO UPDATE SET clicks = EXCLUDED.clicks, visitors = EXCLUDED.visitors`,
-		`ANALYZE rollup_traffic_daily`, `ANALYZE rollup_visitors_daily`} {
+		ON CONFLICT (program_id, day) DO UPDATE SET clicks = EXCLUDED.clicks, visitors = EXCLUDED.visitors`, `
+		INSERT INTO rollup_partners_daily (program_id, day, partner_id)
+		SELECT DISTINCT program_id, (occurred_at AT TIME ZONE 'UTC')::date, partner_id
+		FROM clicks WHERE program_id = $1 AND NOT is_test AND partner_id <> 0
+		ON CONFLICT DO NOTHING`,
+		`ANALYZE rollup_traffic_daily`, `ANALYZE rollup_visitors_daily`, `ANALYZE rollup_partners_daily`} {
 		args := []any{programID}
 		if !strings.Contains(q, "$1") {
 			args = nil
