@@ -132,19 +132,8 @@ func (b *bench) provision(ctx context.Context, n *node) (*world, error) {
 		listing: ps[a+r+2], aof: [2]drive.Program{ps[a+r+3], ps[a+r+4]}, leads: ps[a+r+5], saleRateCap: rateCap}
 	// Every seed click in Postgres, so that each phase's count starts at 2.
 	want := int64(2 * len(ps))
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		var got int64
-		if err := b.db.QueryRowContext(ctx, `SELECT count(*) FROM clicks`).Scan(&got); err != nil {
-			return nil, err
-		}
-		if got >= want {
-			break
-		}
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("%d of %d seed clicks in Postgres after 60 s", got, want)
-		}
-		time.Sleep(100 * time.Millisecond)
+	if err := b.waitSeedClicks(ctx, want); err != nil {
+		return nil, err
 	}
 	b.say("provisioned %d programs (%d seed clicks) in %s", len(ps), want, time.Since(start).Round(100*time.Millisecond))
 	return w, nil
