@@ -1,8 +1,8 @@
 // Package traffic carries clicks and visits from the edge to their queues.
 //
 // Concurrent requests on one edge share one write (package groupcommit,
-// paced: a batch that is not full starts at least Config.FlushGap after
-// the one before): a batch of clicks becomes one asynq task on the clicks
+// paced: a batch of fewer than Config.FlushEnough clicks starts at least
+// Config.FlushGap after the one before): a batch of clicks becomes one asynq task on the clicks
 // queue, written
 // together with a short-lived click:<id> record per click (so that a lead
 // or sale naming a click still in the queue can be attributed), and every
@@ -65,7 +65,11 @@ const (
 	// round trip's worth of clicks (three to thirty), whose per-task cost
 	// in the worker and Redis let the backlog grow (docs/decisions.md,
 	// "Click intake and sustained clicks on a shared box").
-	DefaultFlushGap     = 5 * time.Millisecond
+	DefaultFlushGap = 5 * time.Millisecond
+	// DefaultFlushEnough is the batch that starts without waiting for
+	// the gap: a client with N connections at once would otherwise be
+	// held to N clicks per gap.
+	DefaultFlushEnough  = 32
 	DefaultRedisTimeout = 50 * time.Millisecond // a healthy enqueue of a full batch takes a few ms
 	// DefaultWaitTimeout is the Redis deadline of a batch when it waits
 	// for replicas: its enqueue and its records+WAIT are two round trips
@@ -101,7 +105,8 @@ type Config struct {
 
 	MaxBatch     int
 	MaxInflight  int
-	FlushGap     time.Duration // between batch starts, unless full; default DefaultFlushGap
+	FlushGap     time.Duration // between batch starts, unless FlushEnough; default DefaultFlushGap
+	FlushEnough  int           // a batch that starts at once; default DefaultFlushEnough
 	RedisTimeout time.Duration // per batch; default DefaultRedisTimeout, or DefaultWaitTimeout with WaitReplicas
 	LastTry      time.Duration // per batch Postgres refused, past the breaker
 	StoreTimeout time.Duration // per batch, on the direct path
@@ -145,6 +150,9 @@ func New(cfg Config) *Pipeline {
 	if cfg.FlushGap <= 0 {
 		cfg.FlushGap = DefaultFlushGap
 	}
+	if cfg.FlushEnough <= 0 {
+		cfg.FlushEnough = DefaultFlushEnough
+	}
 	if cfg.Shards < 1 {
 		cfg.Shards = 1
 	}
@@ -170,8 +178,8 @@ func New(cfg Config) *Pipeline {
 		cfg.Breaker = NewBreaker("traffic-queue", cfg.OnBreakerChange)
 	}
 	p := &Pipeline{cfg: cfg}
-	p.clicks = groupcommit.NewPaced(cfg.MaxBatch, cfg.MaxInflight, cfg.FlushGap, p.flushClicks)
-	p.visits = groupcommit.NewPaced(cfg.MaxBatch, cfg.MaxInflight, cfg.FlushGap, p.flushVisits)
+	p.clicks = groupcommit.NewPaced(cfg.MaxBatch, cfg.MaxInflight, cfg.FlushGap, cfg.FlushEnough, p.flushClicks)
+	p.visits = groupcommit.NewPaced(cfg.MaxBatch, cfg.MaxInflight, cfg.FlushGap, cfg.FlushEnough, p.flushVisits)
 	return p
 }
 

@@ -26,7 +26,8 @@ type Committer[T any] struct {
 	maxInflight int
 	eager       bool          // start a flush whenever a slot is free (NewEager)
 	linger      time.Duration // an open batch waits at most this long for a free slot (NewLingering)
-	gap         time.Duration // a batch that is not full starts at least this long after the last start (NewPaced)
+	gap         time.Duration // a batch of fewer than enough items starts at least this long after the last start (NewPaced)
+	enough      int
 	// afterFunc starts the linger timer: time.AfterFunc, or in tests a
 	// timer they fire themselves, so that no test depends on how fast the
 	// machine runs it.
@@ -87,20 +88,22 @@ func NewLingering[T any](maxBatch, maxInflight int, linger time.Duration, flush 
 
 // NewPaced is New for a flush whose cost is paid downstream per batch as
 // much as per item (a queued task that a worker must take and
-// acknowledge): a batch that is not full starts no sooner than gap after
-// the last flush started. A quiet system still flushes its first item at
-// once; under a steady load each batch holds gap's worth of items rather
-// than a round trip's, and a full batch starts at once as with New.
-func NewPaced[T any](maxBatch, maxInflight int, gap time.Duration, flush func(items []T) error) *Committer[T] {
+// acknowledge): a batch of fewer than enough items starts no sooner than
+// gap after the last flush started. A quiet system still flushes its
+// first item at once; under a steady load each batch holds enough items,
+// or gap's worth, rather than a round trip's. A batch of enough items
+// starts as with New, so that callers who wait on each other (a client
+// with a fixed number of connections) are not held to enough per gap.
+func NewPaced[T any](maxBatch, maxInflight int, gap time.Duration, enough int, flush func(items []T) error) *Committer[T] {
 	c := New(maxBatch, maxInflight, flush)
-	c.gap = gap
+	c.gap, c.enough = gap, min(max(enough, 1), c.maxBatch)
 	return c
 }
 
 // tooSoon tells, with c.mu held, whether the open batch b must wait for
 // the pacing gap, and if so makes sure a timer will start it.
 func (c *Committer[T]) tooSoon(b *batch[T]) bool {
-	if c.gap <= 0 || len(b.items) >= c.maxBatch {
+	if c.gap <= 0 || len(b.items) >= c.enough {
 		return false
 	}
 	wait := c.gap - c.now().Sub(c.started)

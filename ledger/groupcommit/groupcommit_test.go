@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -296,10 +297,31 @@ func BenchmarkGroupCommit(b *testing.B) {
 	})
 }
 
+// BenchmarkGroupCommitPaced is BenchmarkGroupCommit with the edge's
+// pacing: batches per op shows how many items each flush carries.
+func BenchmarkGroupCommitPaced(b *testing.B) {
+	var flushes atomic.Int64
+	c := NewPaced(500, 4, 5*time.Millisecond, 32, func(items []int) error {
+		flushes.Add(1)
+		time.Sleep(100 * time.Microsecond) // about one loopback Redis round trip
+		return nil
+	})
+	b.SetParallelism(64)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := c.Add(context.Background(), 1); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/float64(max(flushes.Load(), 1)), "items/flush")
+}
+
 // pacedCommitter is a NewPaced committer on a clock and timers the test
 // moves and fires itself; advance moves the clock.
-func pacedCommitter(t *testing.T, maxBatch int, gap time.Duration, r *recorder) (c *Committer[int], advance func(time.Duration), timers chan func()) {
-	c = NewPaced(maxBatch, 2, gap, r.flush)
+func pacedCommitter(t *testing.T, enough int, gap time.Duration, r *recorder) (c *Committer[int], advance func(time.Duration), timers chan func()) {
+	c = NewPaced(100, 2, gap, enough, r.flush)
 	var mu sync.Mutex
 	now := time.Date(2026, 11, 27, 8, 0, 0, 0, time.UTC)
 	c.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
@@ -347,8 +369,8 @@ func TestPacedBatchWaitsOutTheGap(t *testing.T) {
 	}
 }
 
-// A full batch does not wait for the gap.
-func TestPacedFullBatchStartsAtOnce(t *testing.T) {
+// A batch of enough items does not wait for the gap.
+func TestPacedBatchOfEnoughStartsAtOnce(t *testing.T) {
 	t.Parallel()
 	r := &recorder{}
 	c, _, timers := pacedCommitter(t, 3, time.Hour, r)
@@ -360,7 +382,7 @@ func TestPacedFullBatchStartsAtOnce(t *testing.T) {
 		wg.Add(1)
 		go func() { defer wg.Done(); c.Add(context.Background(), i) }()
 	}
-	wg.Wait() // no timer fired: the third item filled the batch
+	wg.Wait() // no timer fired: the third item made the batch enough
 	if sizes := r.sizes(); len(sizes) != 2 || sizes[0] != 1 || sizes[1] != 3 {
 		t.Fatalf("batches %v, want 1 then 3", sizes)
 	}
