@@ -6,10 +6,10 @@
 // carries many items while the next batch fills behind it.
 //
 // The package knows nothing of what a flush does: the edge's click and
-// visit pipelines (package traffic, NewPaced) flush to Redis, the workers' click
-// and visit tasks that run at the same time share one insert, and
-// concurrent sales (NewLingering) and refunds (NewEager) share one
-// Postgres transaction (ledger/postgres).
+// visit pipelines (package traffic, NewPaced) flush to Redis, the
+// workers' click and visit tasks that run at the same time share one
+// insert, and concurrent sales (NewLingering) and refunds (NewEager)
+// share one Postgres transaction (ledger/postgres).
 package groupcommit
 
 import (
@@ -27,8 +27,8 @@ type Committer[T any] struct {
 	eager       bool          // start a flush whenever a slot is free (NewEager)
 	linger      time.Duration // an open batch waits at most this long for a free slot (NewLingering)
 	gap         time.Duration // a batch of fewer than enough items starts at least this long after the last start (NewPaced)
-	enough      int
-	// afterFunc starts the linger timer: time.AfterFunc, or in tests a
+	enough      int           // …and a batch of this many starts at once
+	// afterFunc starts the linger and pacing timers: time.AfterFunc, or in tests a
 	// timer they fire themselves, so that no test depends on how fast the
 	// machine runs it.
 	afterFunc func(d time.Duration, f func())
