@@ -75,6 +75,8 @@ fuzz:
 #   BENCH_ONLY=redis-kill  the clicks through a Redis kill;
 #   BENCH_ONLY=money       the raw sale transaction, sales at max and at
 #                          1 k/s, refunds at max and at 1 k/s;
+#   BENCH_ONLY=clicks      the ceilings, then click intake at max twice
+#                          around the sustained clicks;
 #   BENCH_ONLY=listing     the event listing and the performance endpoint
 #                          on the bulk-loaded clicks;
 #   BENCH_ONLY=redis-scale the ceilings, then click intake on a 3-primary

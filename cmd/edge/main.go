@@ -24,6 +24,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "edge:", err)
 		os.Exit(2)
 	}
+	service.EdgeGC.Apply(os.Getenv) // the process's, not a test's: main only
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := m.Run(ctx); err != nil {

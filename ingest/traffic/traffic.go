@@ -1,7 +1,9 @@
 // Package traffic carries clicks and visits from the edge to their queues.
 //
-// Concurrent requests on one edge share one write (package groupcommit):
-// a batch of clicks becomes one asynq task on the clicks queue, written
+// Concurrent requests on one edge share one write (package groupcommit,
+// paced: a batch of fewer than Config.FlushEnough clicks starts at least
+// Config.FlushGap after the one before): a batch of clicks becomes one asynq task on the clicks
+// queue, written
 // together with a short-lived click:<id> record per click (so that a lead
 // or sale naming a click still in the queue can be attributed), and every
 // request of the batch is answered only once both are in Redis. The Redis
@@ -55,8 +57,19 @@ import (
 
 // Defaults of a pipeline.
 const (
-	DefaultMaxBatch     = 500                   // clicks per task: about 200 KB of payload
-	DefaultMaxInflight  = 4                     // batches written at once
+	DefaultMaxBatch    = 500 // clicks per task: about 200 KB of payload
+	DefaultMaxInflight = 4   // batches written at once
+	// DefaultFlushGap is how soon after a batch started the next one may
+	// start unless it is full: each batch is a task the worker must take
+	// and acknowledge, and without a gap a moderate load made tasks of a
+	// round trip's worth of clicks (three to thirty), whose per-task cost
+	// in the worker and Redis let the backlog grow (docs/decisions.md,
+	// "Click intake and sustained clicks on a shared box").
+	DefaultFlushGap = 5 * time.Millisecond
+	// DefaultFlushEnough is the batch that starts without waiting for
+	// the gap: a client with N connections at once would otherwise be
+	// held to N clicks per gap.
+	DefaultFlushEnough  = 32
 	DefaultRedisTimeout = 50 * time.Millisecond // a healthy enqueue of a full batch takes a few ms
 	// DefaultWaitTimeout is the Redis deadline of a batch when it waits
 	// for replicas: its enqueue and its records+WAIT are two round trips
@@ -92,6 +105,8 @@ type Config struct {
 
 	MaxBatch     int
 	MaxInflight  int
+	FlushGap     time.Duration // between batch starts, unless FlushEnough; default DefaultFlushGap
+	FlushEnough  int           // a batch that starts at once; default DefaultFlushEnough
 	RedisTimeout time.Duration // per batch; default DefaultRedisTimeout, or DefaultWaitTimeout with WaitReplicas
 	LastTry      time.Duration // per batch Postgres refused, past the breaker
 	StoreTimeout time.Duration // per batch, on the direct path
@@ -132,6 +147,12 @@ func New(cfg Config) *Pipeline {
 	if cfg.MaxInflight <= 0 {
 		cfg.MaxInflight = DefaultMaxInflight
 	}
+	if cfg.FlushGap <= 0 {
+		cfg.FlushGap = DefaultFlushGap
+	}
+	if cfg.FlushEnough <= 0 {
+		cfg.FlushEnough = DefaultFlushEnough
+	}
 	if cfg.Shards < 1 {
 		cfg.Shards = 1
 	}
@@ -157,8 +178,8 @@ func New(cfg Config) *Pipeline {
 		cfg.Breaker = NewBreaker("traffic-queue", cfg.OnBreakerChange)
 	}
 	p := &Pipeline{cfg: cfg}
-	p.clicks = groupcommit.New(cfg.MaxBatch, cfg.MaxInflight, p.flushClicks)
-	p.visits = groupcommit.New(cfg.MaxBatch, cfg.MaxInflight, p.flushVisits)
+	p.clicks = groupcommit.NewPaced(cfg.MaxBatch, cfg.MaxInflight, cfg.FlushGap, cfg.FlushEnough, p.flushClicks)
+	p.visits = groupcommit.NewPaced(cfg.MaxBatch, cfg.MaxInflight, cfg.FlushGap, cfg.FlushEnough, p.flushVisits)
 	return p
 }
 

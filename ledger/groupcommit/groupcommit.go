@@ -6,10 +6,10 @@
 // carries many items while the next batch fills behind it.
 //
 // The package knows nothing of what a flush does: the edge's click and
-// visit pipelines (package traffic) flush to Redis, the workers' click
-// and visit tasks that run at the same time share one insert, and
-// concurrent sales (NewLingering) and refunds (NewEager) share one
-// Postgres transaction (ledger/postgres).
+// visit pipelines (package traffic, NewPaced) flush to Redis, the
+// workers' click and visit tasks that run at the same time share one
+// insert, and concurrent sales (NewLingering) and refunds (NewEager)
+// share one Postgres transaction (ledger/postgres).
 package groupcommit
 
 import (
@@ -26,22 +26,27 @@ type Committer[T any] struct {
 	maxInflight int
 	eager       bool          // start a flush whenever a slot is free (NewEager)
 	linger      time.Duration // an open batch waits at most this long for a free slot (NewLingering)
-	// afterFunc starts the linger timer: time.AfterFunc, or in tests a
+	gap         time.Duration // a batch of fewer than enough items starts at least this long after the last start (NewPaced)
+	enough      int           // …and a batch of this many starts at once
+	// afterFunc starts the linger and pacing timers: time.AfterFunc, or in tests a
 	// timer they fire themselves, so that no test depends on how fast the
 	// machine runs it.
 	afterFunc func(d time.Duration, f func())
+	now       func() time.Time // the clock of the pacing: time.Now, or a test's
 
 	mu       sync.Mutex
 	open     *batch[T]   // filling; nil when no item waits
 	full     []*batch[T] // reached maxBatch while every flush slot was taken
 	inflight int
-	waiting  int // items added but not yet handed to a flush
+	waiting  int       // items added but not yet handed to a flush
+	started  time.Time // when the last flush started (NewPaced)
 }
 
 type batch[T any] struct {
 	items []T
 	done  chan struct{} // closed once err is set
 	err   error
+	paced bool // a pacing timer will look at this batch (NewPaced)
 }
 
 // New returns a committer whose batches hold at most maxBatch items and
@@ -55,7 +60,7 @@ func New[T any](maxBatch, maxInflight int, flush func(items []T) error) *Committ
 		maxInflight = 1
 	}
 	return &Committer[T]{flush: flush, maxBatch: maxBatch, maxInflight: maxInflight,
-		afterFunc: func(d time.Duration, f func()) { time.AfterFunc(d, f) }}
+		afterFunc: func(d time.Duration, f func()) { time.AfterFunc(d, f) }, now: time.Now}
 }
 
 // NewEager is New for a flush that is a unit of work of its own (a
@@ -81,6 +86,55 @@ func NewLingering[T any](maxBatch, maxInflight int, linger time.Duration, flush 
 	return c
 }
 
+// NewPaced is New for a flush whose cost is paid downstream per batch as
+// much as per item (a queued task that a worker must take and
+// acknowledge): a batch of fewer than enough items starts no sooner than
+// gap after the last flush started. A quiet system still flushes its
+// first item at once; under a steady load each batch holds enough items,
+// or gap's worth, rather than a round trip's. A batch of enough items
+// starts as with New, so that callers who wait on each other (a client
+// with a fixed number of connections) are not held to enough per gap.
+func NewPaced[T any](maxBatch, maxInflight int, gap time.Duration, enough int, flush func(items []T) error) *Committer[T] {
+	c := New(maxBatch, maxInflight, flush)
+	c.gap, c.enough = gap, min(max(enough, 1), c.maxBatch)
+	return c
+}
+
+// tooSoon tells, with c.mu held, whether the open batch b must wait for
+// the pacing gap, and if so makes sure a timer will start it.
+func (c *Committer[T]) tooSoon(b *batch[T]) bool {
+	if c.gap <= 0 || len(b.items) >= c.enough {
+		return false
+	}
+	wait := c.gap - c.now().Sub(c.started)
+	if wait <= 0 {
+		return false
+	}
+	if !b.paced {
+		b.paced = true
+		c.afterFunc(wait, func() { c.flushPaced(b) })
+	}
+	return true
+}
+
+// flushPaced starts b once its pacing gap has passed, if it is still the
+// open batch and no flush is in flight (a flush in flight hands it over
+// when it ends, as with New).
+func (c *Committer[T]) flushPaced(b *batch[T]) {
+	c.mu.Lock()
+	b.paced = false
+	if c.open != b || c.inflight > 0 || c.tooSoon(b) {
+		c.mu.Unlock()
+		return
+	}
+	c.open = nil
+	c.inflight++
+	c.waiting -= len(b.items)
+	c.started = c.now()
+	c.mu.Unlock()
+	c.run(b)
+}
+
 // Add puts item in the open batch and returns the error of that batch's
 // flush once it is done (nil: the item was written). When ctx ends first,
 // Add returns ctx's error; the item may still be written.
@@ -95,10 +149,11 @@ func (c *Committer[T]) Add(ctx context.Context, item T) error {
 	c.waiting++
 	var lead bool
 	switch {
-	case c.inflight == 0 || ((c.eager || len(b.items) >= c.maxBatch) && c.inflight < c.maxInflight):
+	case (c.inflight == 0 && !c.tooSoon(b)) || ((c.eager || len(b.items) >= c.maxBatch) && c.inflight < c.maxInflight):
 		c.open = nil
 		c.inflight++
 		c.waiting -= len(b.items)
+		c.started = c.now()
 		lead = true
 	case len(b.items) >= c.maxBatch:
 		c.open = nil
@@ -133,6 +188,7 @@ func (c *Committer[T]) flushLingering(b *batch[T]) {
 	c.open = nil
 	c.inflight++
 	c.waiting -= len(b.items)
+	c.started = c.now()
 	c.mu.Unlock()
 	c.run(b)
 }
@@ -149,7 +205,7 @@ func (c *Committer[T]) run(b *batch[T]) {
 		next = c.full[0]
 		c.full[0] = nil
 		c.full = c.full[1:]
-	case c.open != nil:
+	case c.open != nil && !c.tooSoon(c.open):
 		next = c.open
 		c.open = nil
 	}
@@ -157,6 +213,7 @@ func (c *Committer[T]) run(b *batch[T]) {
 		c.inflight--
 	} else {
 		c.waiting -= len(next.items)
+		c.started = c.now()
 	}
 	c.mu.Unlock()
 	if next != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -294,4 +295,98 @@ func BenchmarkGroupCommit(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkGroupCommitPaced is BenchmarkGroupCommit with the edge's
+// pacing: batches per op shows how many items each flush carries.
+func BenchmarkGroupCommitPaced(b *testing.B) {
+	var flushes atomic.Int64
+	c := NewPaced(500, 4, 5*time.Millisecond, 32, func(items []int) error {
+		flushes.Add(1)
+		time.Sleep(100 * time.Microsecond) // about one loopback Redis round trip
+		return nil
+	})
+	b.SetParallelism(64)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := c.Add(context.Background(), 1); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/float64(max(flushes.Load(), 1)), "items/flush")
+}
+
+// pacedCommitter is a NewPaced committer on a clock and timers the test
+// moves and fires itself; advance moves the clock.
+func pacedCommitter(t *testing.T, enough int, gap time.Duration, r *recorder) (c *Committer[int], advance func(time.Duration), timers chan func()) {
+	c = NewPaced(100, 2, gap, enough, r.flush)
+	var mu sync.Mutex
+	now := time.Date(2026, 11, 27, 8, 0, 0, 0, time.UTC)
+	c.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance = func(d time.Duration) { mu.Lock(); defer mu.Unlock(); now = now.Add(d) }
+	timers = make(chan func(), 10)
+	c.afterFunc = func(d time.Duration, f func()) {
+		if d <= 0 || d > gap {
+			t.Errorf("pacing timer of %v with a gap of %v", d, gap)
+		}
+		timers <- f
+	}
+	return c, advance, timers
+}
+
+// A paced committer flushes a quiet caller at once, and holds the items
+// that come within the gap after it for one batch, started by the timer.
+func TestPacedBatchWaitsOutTheGap(t *testing.T) {
+	t.Parallel()
+	r := &recorder{}
+	c, advance, timers := pacedCommitter(t, 10, 5*time.Millisecond, r)
+	if err := c.Add(context.Background(), 0); err != nil { // the first flush: at once
+		t.Fatal(err)
+	}
+	if len(timers) != 0 {
+		t.Fatal("a quiet caller waited for a pacing timer")
+	}
+	var wg sync.WaitGroup
+	for i := 1; i <= 3; i++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); c.Add(context.Background(), i) }()
+	}
+	waitFor(t, "3 items waiting", func() bool { return c.Waiting() == 3 })
+	if len(timers) != 1 {
+		t.Fatalf("%d pacing timers, want one for the open batch", len(timers))
+	}
+	(<-timers)() // the clock did not move: the batch waits on, under a new timer
+	if c.Waiting() != 3 || len(timers) != 1 {
+		t.Fatalf("%d items waiting and %d timers after an early timer, want 3 and 1", c.Waiting(), len(timers))
+	}
+	advance(5 * time.Millisecond) // the gap has passed
+	(<-timers)()
+	wg.Wait()
+	if sizes := r.sizes(); len(sizes) != 2 || sizes[0] != 1 || sizes[1] != 3 {
+		t.Fatalf("batches %v, want 1 then 3", sizes)
+	}
+}
+
+// A batch of enough items does not wait for the gap.
+func TestPacedBatchOfEnoughStartsAtOnce(t *testing.T) {
+	t.Parallel()
+	r := &recorder{}
+	c, _, timers := pacedCommitter(t, 3, time.Hour, r)
+	if err := c.Add(context.Background(), 0); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i := 1; i <= 3; i++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); c.Add(context.Background(), i) }()
+	}
+	wg.Wait() // no timer fired: the third item made the batch enough
+	if sizes := r.sizes(); len(sizes) != 2 || sizes[0] != 1 || sizes[1] != 3 {
+		t.Fatalf("batches %v, want 1 then 3", sizes)
+	}
+	if len(timers) != 1 {
+		t.Fatalf("%d pacing timers, want the one the first waiting item armed", len(timers))
+	}
 }

@@ -67,12 +67,14 @@ type alone struct {
 
 // Phases are the selections Config.Only can run alone: redis-kill (the
 // clicks through a Redis kill), money (the raw sale transaction, then
-// sales and refunds at max and at the fixed rate) and listing (the
-// event listing and the performance endpoint on the loaded clicks), drain
-// (the click worker's drain rate with and without the rollup trigger) and
-// redis-scale (click intake on a Redis Cluster and with
+// sales and refunds at max and at the fixed rate), clicks (the HTTP
+// ceilings, then click intake at max twice around the sustained clicks),
+// listing (the event listing and the performance endpoint on the loaded
+// clicks), drain (the click worker's drain rate with and without the
+// rollup trigger) and redis-scale (click intake on a Redis Cluster and with
 // REDIS_WAIT_REPLICAS, after the HTTP ceilings).
 var Phases = map[string]alone{
+	"clicks":      {ceilings: true, run: (*bench).clicksAlone},
 	"redis-scale": {ceilings: true, run: (*bench).redisScale},
 	"redis-kill":  {run: (*bench).redisKill},
 	"money":       {raw: true, run: (*bench).money},

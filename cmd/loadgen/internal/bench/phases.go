@@ -137,19 +137,8 @@ func (b *bench) provision(ctx context.Context, n *node) (*world, error) {
 		listing: ps[a+r+2], aof: [2]drive.Program{ps[a+r+3], ps[a+r+4]}, leads: ps[a+r+5], drain: ps[a+r+6], saleRateCap: rateCap}
 	// Every seed click in Postgres, so that each phase's count starts at 2.
 	want := int64(2 * len(ps))
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		var got int64
-		if err := b.db.QueryRowContext(ctx, `SELECT count(*) FROM clicks`).Scan(&got); err != nil {
-			return nil, err
-		}
-		if got >= want {
-			break
-		}
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("%d of %d seed clicks in Postgres after 60 s", got, want)
-		}
-		time.Sleep(100 * time.Millisecond)
+	if err := b.waitSeedClicks(ctx, want); err != nil {
+		return nil, err
 	}
 	b.say("provisioned %d programs (%d seed clicks) in %s", len(ps), want, time.Since(start).Round(100*time.Millisecond))
 	return w, nil
@@ -266,8 +255,10 @@ func (b *bench) clickIntake(ctx context.Context, n *node, w *world) error {
 		return err
 	}
 	n.stopWorker()
+	cpuFrom := n.cpuMark()
 	res := drive.Run(ctx, drive.Options{Workers: conns, Duration: b.p.clickMax},
 		drive.Clicks(drive.NewClient(n.addr, conns), []drive.Program{w.clickMax}, 0))
+	cpu := cpuPerRequest(cpuFrom, n.cpuMark(), res.Success(), false)
 	stopped := time.Now()
 	if err := b.startWorker(n); err != nil {
 		return err
@@ -284,6 +275,7 @@ func (b *bench) clickIntake(ctx context.Context, n *node, w *world) error {
 	if bare := b.ceil["bare"]; bare > 0 {
 		note = fmt.Sprintf("%.2f× bare fiber; %s", res.Throughput()/bare, note)
 	}
+	note += "; " + cpu
 	row := drive.Row{Name: fmt.Sprintf("clicks at max (%d)", round), Result: res, Ceiling: "enqueue", Base: b.ceil["enqueue"], Note: note}
 	b.row(row)
 	b.clickRuns = append(b.clickRuns, res)
@@ -337,9 +329,11 @@ func (b *bench) sustainedClicks(ctx context.Context, n *node, w *world) error {
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); sampler.run(ctx, stop) }()
+	cpuFrom := n.cpuMark()
 	res := drive.Run(ctx, drive.Options{Rate: rate, Workers: pool, Duration: b.p.sustained, Accepted: &accepted, Slow: targets.sustained.p99},
 		drive.Clicks(drive.NewClient(n.addr, pool), []drive.Program{w.sustained}, 1<<20))
 	took, got, ok := b.waitClicks(ctx, w.sustained.ID, before+res.Success(), b.p.drainWait)
+	cpu := cpuPerRequest(cpuFrom, n.cpuMark(), res.Success(), true) // the drain included
 	close(stop)
 	wg.Wait()
 	edgePeak, err := n.edge.PeakRSS()
@@ -352,8 +346,8 @@ func (b *bench) sustainedClicks(ctx context.Context, n *node, w *world) error {
 	if !ok {
 		drain = fmt.Sprintf("%d of %d in Postgres %s after", got-before, res.Success(), took.Round(time.Second))
 	}
-	b.row(drive.Row{Name: name, Result: res, Note: fmt.Sprintf("backlog max %d clicks (%d queued tasks), %s; %s",
-		sampler.maxLag, sampler.maxTasks, drain, slowNote(res, targets.sustained.p99))})
+	b.row(drive.Row{Name: name, Result: res, Note: fmt.Sprintf("backlog max %d clicks (%d queued tasks), %s; %s; %s",
+		sampler.maxLag, sampler.maxTasks, drain, cpu, slowNote(res, targets.sustained.p99))})
 	run := sustainedRun{res: res, rate: rate, backlog: sampler.maxLag, drained: ok, drain: took}
 	b.target(fmt.Sprintf("sustained clicks at %.1f× fiber+enqueue (%s)", targets.sustainedShare, drive.Rate(rate)),
 		fmt.Sprintf("%s, backlog max %d, %s", b.rateMeasured(res), sampler.maxLag, drain),

@@ -96,6 +96,43 @@ func parseVmHWM(status []byte) (int64, error) {
 	return 0, errors.New("no VmHWM line")
 }
 
+// CPUTime is the CPU time the process has used so far (user and system,
+// from /proc/<pid>/stat), to tell what a phase cost each process.
+func (p *Process) CPUTime() (time.Duration, error) {
+	raw, err := os.ReadFile("/proc/" + strconv.Itoa(p.Pid()) + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	return parseStatCPU(raw)
+}
+
+// clockTicks is USER_HZ, the unit of /proc/<pid>/stat's times: 100 on
+// every Linux architecture Go runs on.
+const clockTicks = 100
+
+// parseStatCPU reads utime and stime (fields 14 and 15) of a
+// /proc/<pid>/stat line; the command name in parentheses may hold spaces.
+func parseStatCPU(stat []byte) (time.Duration, error) {
+	s := string(stat)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, errors.New("no command name in stat")
+	}
+	f := strings.Fields(s[i+1:]) // from field 3, the state
+	if len(f) < 13 {
+		return 0, errors.New("short stat line")
+	}
+	var ticks int64
+	for _, v := range f[11:13] {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0, err
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / clockTicks, nil
+}
+
 // Redis is a private redis-server.
 type Redis struct {
 	*Process
