@@ -3,7 +3,7 @@ package workers
 import (
 	"context"
 	"log/slog"
-	"sync/atomic"
+	"sync"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -71,12 +71,12 @@ func (h *PruneHandler) ProcessTask(ctx context.Context, _ *asynq.Task) error {
 // transaction takes (its rollup rows stay locked, and click batches of
 // the same days wait on them, for about a tenth of a second at most); the
 // click batches waiting in the queues above which a run yields to them;
-// and how many runs in a row may yield (the visitors then lag by at most
-// that many runs of the schedule).
+// and how long the tally may yield since it last ran (the visitors lag by
+// at most that while a backlog drains).
 const (
 	sessionsTallyBatch = 5000
 	tallyYieldBacklog  = 10
-	tallyMaxYields     = 15
+	tallyMaxYield      = 30 * time.Second
 )
 
 // SessionsTallyHandler counts the sessions click batches left pending into
@@ -91,8 +91,11 @@ type SessionsTallyHandler struct {
 	// yields.
 	Backlog func(context.Context) (int, error)
 	Logger  *slog.Logger
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
 
-	yields atomic.Int32 // runs yielded in a row
+	mu      sync.Mutex
+	lastRan time.Time // when a run last tallied (or first yielded)
 }
 
 // ProcessTask tallies batches until none is left or ctx ends; a run cut
@@ -118,19 +121,28 @@ func (h *SessionsTallyHandler) ProcessTask(ctx context.Context, _ *asynq.Task) e
 	return nil
 }
 
-// yield tells whether this run leaves the tally to a later one: click
-// batches are waiting, and fewer than tallyMaxYields runs yielded before.
+// yield tells whether this run leaves the tally to a later one: more than
+// tallyYieldBacklog click batches are waiting, and the tally last ran less
+// than tallyMaxYield ago. The bound is in time, not in runs: runs queued
+// while the worker was busy or stopped come in a burst when it starts.
 func (h *SessionsTallyHandler) yield(ctx context.Context) bool {
-	if h.Backlog == nil {
-		return false
+	now := time.Now
+	if h.Now != nil {
+		now = h.Now
 	}
-	waiting, err := h.Backlog(ctx)
-	if err != nil || waiting <= tallyYieldBacklog || h.yields.Load() >= tallyMaxYields {
-		h.yields.Store(0)
-		return false
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	t := now()
+	if h.lastRan.IsZero() {
+		h.lastRan = t
 	}
-	h.yields.Add(1)
-	return true
+	if h.Backlog != nil && t.Sub(h.lastRan) < tallyMaxYield {
+		if waiting, err := h.Backlog(ctx); err == nil && waiting > tallyYieldBacklog {
+			return true
+		}
+	}
+	h.lastRan = t
+	return false
 }
 
 // ClickBacklog counts the click batch tasks pending in the namespace's

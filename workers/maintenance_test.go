@@ -19,7 +19,7 @@ import (
 // TestSessionsTallyHandler: the periodic task counts the sessions of
 // stored clicks into the unique visitors, all of them in one run, and a
 // run with nothing pending changes nothing; while click batches wait it
-// yields to them, at most 15 runs in a row.
+// yields to them, for at most 30 s.
 func TestSessionsTallyHandler(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t)
@@ -47,18 +47,24 @@ func TestSessionsTallyHandler(t *testing.T) {
 		t.Fatalf("%d visitors before the tally, want 0", n)
 	}
 	// While click batches wait in the queues, runs yield to them, but not
-	// forever: the sixteenth run in a row tallies.
+	// for longer than 30 s since the tally last ran, however many runs
+	// come in that time.
 	waiting := 11
+	clock := time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
 	h := &workers.SessionsTallyHandler{Housekeeper: postgres.NewHousekeeper(db.DB), Logger: quiet,
-		Backlog: func(context.Context) (int, error) { return waiting, nil }}
-	for run := 1; run <= 15; run++ {
+		Backlog: func(context.Context) (int, error) { return waiting, nil }, Now: func() time.Time { return clock }}
+	for run := 1; run <= 40; run++ {
 		if err := h.ProcessTask(ctx, tasks.NewSessionsTallyTask()); err != nil {
 			t.Fatal(err)
 		}
 		if n := visitors(); n != 0 {
 			t.Fatalf("run %d with 11 batches waiting tallied %d visitors, want it to yield", run, n)
 		}
+		if run%4 == 0 {
+			clock = clock.Add(3 * time.Second) // 40 runs over 27 s
+		}
 	}
+	clock = clock.Add(time.Second) // 31 s since the first yield
 	for range 2 {
 		if err := h.ProcessTask(ctx, tasks.NewSessionsTallyTask()); err != nil {
 			t.Fatal(err)
