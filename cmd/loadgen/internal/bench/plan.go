@@ -32,7 +32,7 @@ func planFor(quick bool) plan {
 	return plan{ceiling: 10 * time.Second, raw: 10 * time.Second, saleMax: 10 * time.Second,
 		saleRateFor: 20 * time.Second, aux: 5 * time.Second, clickMax: 10 * time.Second, aof: 6 * time.Second,
 		sustained: 60 * time.Second, listingClicks: 10_000_000, probe: time.Second, listing: 10 * time.Second,
-		performance: 6 * time.Second, drainWait: 120 * time.Second, drainClicks: 150_000, outage: 10 * time.Second, outageSteady: 3 * time.Second}
+		performance: 6 * time.Second, drainWait: 120 * time.Second, drainClicks: 300_000, outage: 10 * time.Second, outageSteady: 3 * time.Second}
 }
 
 // perKey is how many sales one program key takes in a phase: with the
