@@ -105,13 +105,15 @@ func (b *bench) drainOnce(ctx context.Context, n *node, p drive.Program, on bool
 	return run, nil
 }
 
-// waitDrained waits until the worker has no task left and then until the
-// program has want clicks in Postgres. Asking Redis first keeps the wait
-// off Postgres while the worker drains: counting a growing table every
-// few milliseconds would take Postgres time from the drain measured.
+// waitDrained waits until the worker has no click batch left and then
+// until the program has want clicks in Postgres. Asking Redis first keeps
+// the wait off Postgres while the worker drains: counting a growing table
+// every few milliseconds would take Postgres time from the drain
+// measured. Only the click queues count: a session tally running on the
+// maintenance queue when the last batch is stored is not the drain's.
 func (b *bench) waitDrained(ctx context.Context, programID, want int64, deadline time.Time) bool {
 	for time.Now().Before(deadline) && ctx.Err() == nil {
-		if busy, err := stack.BusyTasks(b.cfg.RedisURL, b.ns); err == nil && busy == 0 {
+		if busy, err := stack.BusyClickTasks(b.cfg.RedisURL, b.ns); err == nil && busy == 0 {
 			if got, err := b.clicksIn(ctx, programID); err == nil && got >= want {
 				return true
 			}

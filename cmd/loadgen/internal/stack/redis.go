@@ -33,6 +33,13 @@ func BusyTasks(redisURL, ns string) (int64, error) {
 	return countTasks(redisURL, ns, func(q *asynq.QueueInfo) int { return q.Pending + q.Active })
 }
 
+// BusyClickTasks is BusyTasks of the click queues alone (ns+"clicks", and
+// its shards ns+"clicks-N"): the click batches a worker has in hand, not
+// its maintenance tasks.
+func BusyClickTasks(redisURL, ns string) (int64, error) {
+	return countTasks(redisURL, ns+"clicks", func(q *asynq.QueueInfo) int { return q.Pending + q.Active })
+}
+
 func countTasks(redisURL, ns string, count func(*asynq.QueueInfo) int) (int64, error) {
 	insp, err := inspector(redisURL)
 	if err != nil {
