@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -437,15 +438,17 @@ func writeRefunds(ctx context.Context, tx *sqlx.Tx, stmts *preparedStatements, p
 		it.msgs[next[it]].ID = ids[i]
 		next[it]++
 	}
-	var accounts []accountKey
+	// The time of the withdrawals' change is the last deduction's of
+	// their account, as if each deduction had fitted them.
+	fit := map[accountKey]time.Time{}
 	for _, n := range fits {
-		if d := planned[n-1].write; d.FitWithdrawals && d.Deduction != nil {
-			accounts = append(accounts, accountKey{d.Deduction.PartnerID, string(d.Deduction.Currency)})
+		if it := planned[n-1]; it.write.FitWithdrawals && it.write.Deduction != nil {
+			d := it.write.Deduction
+			fit[accountKey{d.PartnerID, string(d.Currency)}] = it.now
 		}
 	}
-	slices.SortFunc(accounts, compareAccounts)
-	for _, a := range slices.Compact(accounts) {
-		if err := fitWithdrawalsToBalance(ctx, tx, stmts, a.partnerID, ledger.Currency(a.currency), planned[0].now); err != nil {
+	for _, a := range slices.SortedFunc(maps.Keys(fit), compareAccounts) {
+		if err := fitWithdrawalsToBalance(ctx, tx, stmts, a.partnerID, ledger.Currency(a.currency), fit[a]); err != nil {
 			return err
 		}
 	}

@@ -332,3 +332,43 @@ func TestRefundBatchCreatesABalanceAccountInLockOrder(t *testing.T) {
 		t.Fatalf("%d refunds stored, want 2", n)
 	}
 }
+
+// TestRefundBatchFitsOpenWithdrawalsOnce: two deductions of one partner
+// in a batch lower its open withdrawal once, after both, to what the
+// balance then holds, as fitting it after each would.
+func TestRefundBatchFitsOpenWithdrawalsOnce(t *testing.T) {
+	b := setupLedger(t, "0")
+	ctx := context.Background()
+	w := b.MustWorld(t, programInput("percent", "30", "USD", 0, 30))
+	txnA, _ := b.approved(t, w, 100000)
+	txnB, _ := b.approved(t, w, 100000)
+	if got := b.balance(t, w.partnerID, ledger.USD); got != 60000 {
+		t.Fatalf("balance %d before the refunds, want 60000", got)
+	}
+	wd, err := b.balances.CreateWithdrawal(ctx, w.partnerID, ledger.USD, 50000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, errs, batched := b.refunds.ApplyTogether(ctx, []ledger.RefundInput{
+		{ProgramID: w.program.ID, TransactionID: txnA, AmountCents: 50000, Source: ledger.SourceAPI},
+		{ProgramID: w.program.ID, TransactionID: txnB, AmountCents: 50000, Source: ledger.SourceAPI},
+	})
+	if batched != 2 {
+		t.Fatalf("%d of 2 refunds answered by the batch", batched)
+	}
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("refund %d: %v", i, err)
+		}
+	}
+	if got := b.balance(t, w.partnerID, ledger.USD); got != 30000 {
+		t.Fatalf("balance %d after the refunds, want 30000", got)
+	}
+	got, err := b.balances.Withdrawal(ctx, wd.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != ledger.WithdrawalOpen || got.AmountMinor != 30000 || got.RequestedMinor != 50000 {
+		t.Fatalf("withdrawal = %+v, want open, lowered to 30000 of 50000", got)
+	}
+}
