@@ -64,7 +64,7 @@ func (s *RefundService) ApplyTogether(ctx context.Context, ins []ledger.RefundIn
 	}
 	items := make([]*batchedRefund, len(ins))
 	for i, in := range ins {
-		items[i] = &batchedRefund{in: in, now: s.db.now()}
+		items[i] = newBatchedRefund(in, s.db.now())
 	}
 	if err := s.flushRefunds(slices.Clone(items)); err != nil {
 		panic(err)
@@ -86,7 +86,7 @@ func (s *RefundService) ApplyTogether(ctx context.Context, ins []ledger.RefundIn
 // Statements whose plans the tests check.
 const (
 	QProgramKeysByHash = qProgramKeysByHash
-	QRefundBatchOrder  = qRefundBatchOrder
+	QRefundSnapshots   = qRefundSnapshots
 )
 
 // KeyLookupsWaiting is how many key lookups wait for a statement to start.

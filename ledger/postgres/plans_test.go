@@ -14,8 +14,8 @@ import (
 // take a batch as arrays keep their generic plan after Postgres's five
 // custom ones, instead of being planned anew on every call (a custom plan
 // that sees the arrays' lengths always looks cheaper than the generic
-// one). The sales make a custom plan of the batch order cheaper than
-// its generic plan, as on a system in use.
+// one). The sales make a custom plan of the refund snapshots cheaper
+// than its generic plan, as on a system in use.
 func TestArrayStatementsSettleOnGenericPlans(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t)
@@ -31,7 +31,8 @@ func TestArrayStatementsSettleOnGenericPlans(t *testing.T) {
 		args  []any
 	}{
 		{"key lookups", postgres.QProgramKeysByHash, []any{pq.ByteaArray{[]byte("a"), []byte("b")}}},
-		{"refund batch order", postgres.QRefundBatchOrder, []any{pq.Array([]int64{1, 2}), pq.Array([]string{"t1", "t2"})}},
+		{"refund snapshots", postgres.QRefundSnapshots, []any{pq.Array([]int64{1, 2}), pq.Array([]string{"t1", "t2"}),
+			pq.Array([]int64{0, 7}), pq.Array([]string{"", "re_1"}), pq.Array([]int64{1, 2}), "commission.reversed", "commission.refunded"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

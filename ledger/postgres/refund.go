@@ -1,15 +1,11 @@
 package postgres
 
 import (
-	"cmp"
 	"context"
 	"log/slog"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"
-	"github.com/lib/pq"
 
 	"github.com/partnertrack/partnertrack/ledger"
 	"github.com/partnertrack/partnertrack/ledger/groupcommit"
@@ -17,11 +13,12 @@ import (
 
 // RefundService implements ledger.RefundService. Refunds that arrive
 // while others are being applied share a transaction (one BEGIN and one
-// COMMIT for the batch); each runs applyRefund, the one write path, which
-// writes nothing before it knows its answer (a 404 comes first, a skip
-// writes nothing), so any refund can join. When anything fails, the batch
-// is rolled back and each refund applied on its own, answering as it
-// would have without batching.
+// COMMIT for the batch) and go through applyRefunds, the one write path,
+// together: one locking read and one write for the batch. A refund writes
+// nothing before it knows its answer (a 404 comes first, a skip writes
+// nothing), so any refund can join. When anything fails, the batch is
+// rolled back and each refund applied on its own, answering as it would
+// have without batching.
 type RefundService struct {
 	db      *DB
 	logger  *slog.Logger
@@ -58,7 +55,7 @@ func (s *RefundService) ApplyRefund(ctx context.Context, in ledger.RefundInput) 
 	if err := s.stmts.prepare(ctx); err != nil {
 		return nil, err
 	}
-	item := &batchedRefund{in: in, now: now}
+	item := newBatchedRefund(in, now)
 	if err := s.batches.Add(ctx, item); err != nil {
 		return nil, err
 	}
@@ -89,34 +86,9 @@ func (s *RefundService) applyAlone(ctx context.Context, in ledger.RefundInput, n
 // (graceful shutdown, tests).
 func (s *RefundService) WaitRelays() { s.after.wait() }
 
-// qRefundBatchOrder reads, for each refund of a batch (program $1[n],
-// transaction id $2[n]), its commission's partner and currency and its
-// sale: the order the batch takes their locks in. The arrays are read
-// through sub-selects so that a custom plan cannot see their lengths
-// (Postgres then planned the statement anew for most batches;
-// docs/decisions.md, "Sixth round").
-const qRefundBatchOrder = `
-	SELECT r.n, COALESCE(c.partner_id, 0), COALESCE(c.currency, ''), COALESCE(s.id, 0)
-	FROM unnest((SELECT $1::bigint[]), (SELECT $2::text[])) WITH ORDINALITY AS r(program_id, txn, n)
-	LEFT JOIN sales s ON s.program_id = r.program_id AND s.processor_event_id = r.txn
-	LEFT JOIN commissions c ON c.sale_id = s.id`
-
-// qLockRefundPrograms takes, in the order given (ascending program ids),
-// the exclusive advisory lock (22, program id) of each program a batch of
-// refunds writes for, held to the batch's commit. A refund's statement
-// locks its rollup rows in key order, but a batch runs one statement per
-// refund, and the rows of two refunds (the program's row of the refund's
-// day and of the sale's day, the partner's and the link's) can come in
-// either order in two batches: they deadlocked, and Postgres found it
-// only after deadlock_timeout (1 s), then rolled a batch back. Batches of
-// one program now run one after the other, which the program's row of the
-// day already made them do once they reached it.
-const qLockRefundPrograms = `SELECT pg_advisory_xact_lock(22, (p & 2147483647)::int) FROM unnest($1::bigint[]) AS p`
-
 // batchedRefund is one refund handed to a batch, and what became of it.
 type batchedRefund struct {
-	in  ledger.RefundInput
-	now time.Time
+	refundItem
 
 	// answered tells that the flush applied the refund (in the batch, or
 	// on its own when it was alone) and committed: result and err are
@@ -124,22 +96,10 @@ type batchedRefund struct {
 	answered bool
 	result   *ledger.RefundResult
 	err      error
-
-	// The refund's outcome in the batch's transaction, answered once it
-	// commits, and its place in the lock order.
-	done     bool
-	res      *ledger.RefundResult
-	msgs     []ledger.OutboxMessage
-	answer   error
-	lockedBy refundLockKey
 }
 
-// refundLockKey orders a batch's refunds: by balance account (none
-// first), then sale.
-type refundLockKey struct {
-	partnerID int64
-	currency  string
-	saleID    int64
+func newBatchedRefund(in ledger.RefundInput, now time.Time) *batchedRefund {
+	return &batchedRefund{refundItem: refundItem{in: in, now: now}}
 }
 
 // flushRefunds applies a batch of refunds in one transaction; a refund
@@ -153,11 +113,15 @@ func (s *RefundService) flushRefunds(items []*batchedRefund) error {
 		it.answered = true
 		return nil
 	}
-	err := inOneTransaction(ctx, s.db, items, s.orderRefunds, s.applyInBatch)
+	refunds := make([]*refundItem, len(items))
+	for i, it := range items {
+		refunds[i] = &it.refundItem
+	}
+	err := s.db.Transact(ctx, func(tx *sqlx.Tx) error { return applyRefunds(ctx, tx, s.stmts, refunds) })
 	for _, it := range items {
 		switch {
 		case err != nil:
-			*it = batchedRefund{in: it.in, now: it.now}
+			it.reset()
 		case it.done:
 			it.answered = true
 			if it.result, it.err = it.res, it.answer; it.err == nil {
@@ -168,59 +132,5 @@ func (s *RefundService) flushRefunds(items []*batchedRefund) error {
 	if err != nil {
 		s.logger.Debug("refund batch rolled back; its refunds are applied one by one", "refunds", len(items), "err", err)
 	}
-	return nil
-}
-
-// orderRefunds takes the batch's program locks (qLockRefundPrograms) and
-// sorts its refunds into their lock order. Refunds
-// lock the partner's balance account, the sale, then the commission, and
-// two batches must take the accounts they share in the same order; the
-// partner is known only from the sale's commission, so the batch reads
-// every refund's partner, currency and sale first (unlocked: a
-// commission's partner never changes).
-func (s *RefundService) orderRefunds(ctx context.Context, tx *sqlx.Tx, items []*batchedRefund) error {
-	programs := make([]int64, len(items))
-	txns := make([]string, len(items))
-	for i, it := range items {
-		programs[i], txns[i] = it.in.ProgramID, it.in.TransactionID
-	}
-	locks := slices.Compact(slices.Sorted(slices.Values(programs)))
-	if _, err := s.stmts.in(ctx, tx, qLockRefundPrograms).ExecContext(ctx, pq.Array(locks)); err != nil {
-		return err
-	}
-	rows, err := s.stmts.in(ctx, tx, qRefundBatchOrder).QueryContext(ctx, pq.Array(programs), pq.Array(txns))
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var n int
-		var k refundLockKey
-		if err := rows.Scan(&n, &k.partnerID, &k.currency, &k.saleID); err != nil {
-			return err
-		}
-		items[n-1].lockedBy = k
-	}
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	slices.SortStableFunc(items, func(a, b *batchedRefund) int {
-		return cmp.Or(cmp.Compare(a.lockedBy.partnerID, b.lockedBy.partnerID),
-			strings.Compare(a.lockedBy.currency, b.lockedBy.currency),
-			cmp.Compare(a.lockedBy.saleID, b.lockedBy.saleID))
-	})
-	return nil
-}
-
-// applyInBatch applies one refund in the batch's transaction. An error
-// rolls the whole batch back.
-func (s *RefundService) applyInBatch(ctx context.Context, tx *sqlx.Tx, it *batchedRefund) error {
-	it.done, it.res, it.msgs, it.answer = false, nil, nil, nil // a retried batch starts afresh
-	res, msgs, err := applyRefund(ctx, tx, s.stmts, it.in, it.now)
-	// A refusal (the sale was not found) comes before anything is written.
-	if it.answer, err = refusal(err); err != nil {
-		return err
-	}
-	it.done, it.res, it.msgs = true, res, msgs
 	return nil
 }

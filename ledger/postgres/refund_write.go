@@ -1,11 +1,14 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -14,271 +17,442 @@ import (
 	"github.com/partnertrack/partnertrack/ledger"
 )
 
-// The one write path of a refund (applyRefund): two statements lock and
-// read the snapshot, in the lock order of every money change (the
-// partner's balance account, the sale, the commission); ledger.PlanRefund
-// decides; one statement writes the sale's refunded amount, the refund
-// row, its tracking log, the commission, the balance deduction and the
-// outbox rows, so nothing of a refund is stored unless all of it is; one
-// more fits the open withdrawals when the deduction met any.
+// The one write path of refunds (applyRefunds). A batch of refunds (one
+// refund is a batch of one: the refund endpoint's, alone or batched, and
+// the processor's refund events) is applied in rounds: one statement takes
+// the batch's program locks and reads every refund's snapshot with its
+// rows locked, in the lock order of every money change (qRefundSnapshots);
+// ledger.PlanRefund decides each refund; one statement writes every
+// planned refund with all that follows from it (qWriteRefunds): the sale's
+// refunded amount, the refund row, its tracking log, the commission, the
+// balance deduction and the outbox rows, so nothing of a refund is stored
+// unless all of it is. One more statement per balance account fits its
+// open withdrawals when a deduction met any. Nothing is written before a
+// refund knows its answer (a 404 comes first, a skip writes nothing).
+//
+// A refund goes to the next round, which reads it again, when its sale
+// is also refunded by an earlier refund of the round (it must see that
+// refund), when its snapshot may be stale (below), or when its balance
+// account does not exist yet (it is created in lock order first).
 
-const (
-	// qFindRefundTarget finds the sale ($1, $2) and its commission, with
-	// the partner's balance account locked; a sale without a commission is
-	// locked too (sl: there is no account to take first) and read as the
-	// lock returns it, so that such a refund needs no statement of its own
-	// to lock it. Before any row, its one-time condition takes the
-	// program's refund lock (qLockRefundPrograms), which a batch already
-	// holds: a refund applied alone or from a processor event then waits
-	// for a batch of its program instead of deadlocking with it.
-	qFindRefundTarget = `
-		SELECT s.id, c.id, c.partner_id, c.currency, a.locked,
-			sl.program_id, sl.amount_cents, sl.refunded_cents, p.workspace_id
-		FROM sales s
-		JOIN programs p ON p.id = s.program_id
-		LEFT JOIN commissions c ON c.sale_id = s.id
+// qRefundSnapshots reads, for each refund of a round (arrays of program
+// $1, transaction id $2, amount $3 and refund id $4), the snapshot
+// ledger.PlanRefund decides on. Refunds whose sale is not found return no
+// row.
+//
+// Locks. Before any row, its one-time condition takes the exclusive
+// advisory lock (22, program id) of each program in $5 (the batch's, in
+// ascending order; empty after the first round), held to commit. A
+// refund's statement locks its rollup rows in key order, but the rows of
+// two refunds of one program written by two batches (the program's row of
+// the refund's day and of the sale's day, the partner's and the link's)
+// came in either order: two batches deadlocked, and Postgres found it only
+// after deadlock_timeout (1 s). Every refund, batched, alone or from a
+// processor event, takes this lock first, so the refunds of a program are
+// written one transaction after the other. Then the rows are locked refund
+// by refund in the order of their balance account (none first), then sale
+// (t, sorted before any lock), each refund's partner's balance account,
+// then its sale, then its commission: each lateral subquery refers to the
+// one before it, so they are joined, and locked, in that order. A refund
+// whose commission's account does not exist yet, and every refund after it
+// in that order, locks nothing (blocked): the caller creates the account
+// and reads them again, so that no lock is taken out of order.
+//
+// Freshness. The statement's snapshot is taken before it waits for any
+// lock. The rows it locks are read as the lock returns them (their latest
+// version), but the earlier refunds of the sale (the retry check) are read
+// in the snapshot. Every refund row is written with an update of its sale,
+// so a sale whose locked version is not the one the snapshot saw (stale)
+// may have refunds the snapshot misses: that refund is read again in the
+// next round, when its locks are held and a new snapshot sees them all.
+//
+// The arrays are read through sub-selects so that a custom plan cannot
+// see their lengths (Postgres then planned the statement anew for most
+// batches; docs/decisions.md, "Sixth round"), and every row is read by an
+// index probe (LIMIT 1) whatever the estimates.
+const qRefundSnapshots = `
+		SELECT t.n, t.blocked, COALESCE(t.partner_id, 0), COALESCE(t.currency, ''),
+			t.sale_id, sl.sale_id IS NOT NULL AS locked, sl.sale_id IS NOT NULL AND sl.xmin::text <> t.sale_xmin::text AS stale,
+			COALESCE(sl.program_id, 0), COALESCE(sl.amount_cents, 0), COALESCE(sl.refunded_cents, 0),
+			(SELECT workspace_id FROM programs WHERE id = t.program_id),
+			cl.id, cl.program_id, cl.partner_id, cl.sale_id, cl.customer_id, cl.processor_event_id, cl.currency,
+			cl.original_minor, cl.amount_minor, cl.status, cl.credited, cl.reason, cl.approve_after, cl.approved_at,
+			cl.paid_at, cl.reversed_at, cl.withdrawal_id, cl.created_at,
+			t.amount_cents > 0 AND EXISTS (SELECT 1 FROM refunds WHERE sale_id = t.sale_id
+				AND CASE WHEN t.refund_id <> '' THEN refund_id = t.refund_id ELSE amount_cents = t.amount_cents END),
+			ARRAY(SELECT id FROM webhook_endpoints
+				WHERE program_id = t.program_id AND deleted_at IS NULL AND $6 = ANY (events) ORDER BY id),
+			ARRAY(SELECT id FROM webhook_endpoints
+				WHERE program_id = t.program_id AND deleted_at IS NULL AND $7 = ANY (events) ORDER BY id)
+		FROM (
+			SELECT r.n, r.program_id, r.amount_cents, r.refund_id, s.id AS sale_id, s.xmin AS sale_xmin,
+				c.id AS commission_id, c.partner_id, c.currency,
+				bool_or(c.id IS NOT NULL AND b.partner_id IS NULL)
+					OVER (ORDER BY COALESCE(c.partner_id, 0), COALESCE(c.currency, ''), s.id, r.n ROWS UNBOUNDED PRECEDING) AS blocked
+			FROM unnest((SELECT $1::bigint[]), (SELECT $2::text[]), (SELECT $3::bigint[]), (SELECT $4::text[]))
+				WITH ORDINALITY AS r (program_id, transaction_id, amount_cents, refund_id, n)
+			CROSS JOIN LATERAL (
+				SELECT id, xmin FROM sales WHERE program_id = r.program_id AND processor_event_id = r.transaction_id LIMIT 1
+			) s
+			LEFT JOIN LATERAL (SELECT id, partner_id, currency FROM commissions WHERE sale_id = s.id LIMIT 1) c ON true
+			LEFT JOIN LATERAL (
+				SELECT partner_id FROM balance_accounts WHERE partner_id = c.partner_id AND currency = c.currency LIMIT 1
+			) b ON true
+			ORDER BY COALESCE(c.partner_id, 0), COALESCE(c.currency, ''), s.id, r.n
+		) t
 		LEFT JOIN LATERAL (
-			SELECT true AS locked FROM balance_accounts b
-			WHERE b.partner_id = c.partner_id AND b.currency = c.currency
+			SELECT true AS locked FROM balance_accounts
+			WHERE partner_id = t.partner_id AND currency = t.currency AND NOT t.blocked
 			FOR NO KEY UPDATE
 		) a ON true
 		LEFT JOIN LATERAL (
-			SELECT program_id, amount_cents, refunded_cents FROM sales
-			WHERE id = s.id AND c.id IS NULL
+			SELECT id AS sale_id, xmin, program_id, amount_cents, refunded_cents FROM sales
+			WHERE id = t.sale_id AND NOT t.blocked AND COALESCE(a.locked, true)
 			FOR NO KEY UPDATE
 		) sl ON true
-		WHERE s.program_id = $1 AND s.processor_event_id = $2
-			AND (SELECT count(*) FROM (SELECT pg_advisory_xact_lock(22, ($1::bigint & 2147483647)::int)) l) = 1`
-	qWriteRefund = `
-		WITH sale AS (
-			UPDATE sales SET refunded_cents = refunded_cents + $2 WHERE id = $1
+		LEFT JOIN LATERAL (
+			SELECT ` + commissionColumns + commissionFrom + `
+			WHERE c.id = t.commission_id AND sl.sale_id IS NOT NULL
+			FOR NO KEY UPDATE OF c
+		) cl (id, program_id, partner_id, sale_id, customer_id, processor_event_id, currency, original_minor,
+			amount_minor, status, credited, reason, approve_after, approved_at, paid_at, reversed_at,
+			withdrawal_id, created_at) ON true
+		WHERE (SELECT count(*) FROM (
+				SELECT pg_advisory_xact_lock(22, (p & 2147483647)::int) FROM unnest((SELECT $5::bigint[])) AS p
+			) l) = cardinality((SELECT $5::bigint[]))`
+
+// qWriteRefunds writes planned refunds: each parameter $1–$16 is an array
+// with one element per refund (0 or an empty text is NULL where a column
+// may be NULL), whose sales are all different; $17–$20 are the outbox
+// rows, in order. It returns the outbox rows' ids in order, the places
+// (1-based) of the refunds whose deduction met open withdrawals of their
+// partner, and how many refund rows it wrote. The rows it updates are
+// found by = ANY of an array, read by their index whatever the plan's
+// estimates. The balance accounts are locked, and every change of a
+// withdrawal takes that lock, so the statement's snapshot sees them all.
+const qWriteRefunds = `
+		WITH r AS (
+			SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::text[], $6::bigint[],
+				$7::text[], $8::text[], $9::timestamptz[], $10::text[], $11::text[], $12::bigint[], $13::text[],
+				$14::bigint[], $15::text[], $16::boolean[])
+			WITH ORDINALITY AS r (sale_id, amount_cents, program_id, commission_id, refund_id, deduction_minor,
+				reason, source, now, transaction_id, status, commission_minor, commission_reason,
+				partner_id, currency, deduct, n)
+		), sale AS (
+			UPDATE sales SET refunded_cents = sales.refunded_cents + r.amount_cents
+			FROM r WHERE sales.id = ANY ($1::bigint[]) AND sales.id = r.sale_id
 		), refund AS (
 			INSERT INTO refunds (sale_id, program_id, commission_id, refund_id, amount_cents, deduction_minor, reason, source, created_at)
-			VALUES ($1, $3, $4, NULLIF($5, ''), $2, $6, NULLIF($7, ''), $8, $9)
-			RETURNING id
+			SELECT sale_id, program_id, NULLIF(commission_id, 0), NULLIF(refund_id, ''), amount_cents, deduction_minor,
+				NULLIF(reason, ''), source, now
+			FROM r ORDER BY n
+			RETURNING id, sale_id
 		), tracking_log AS (
 			INSERT INTO tracking_logs (program_id, event_type, is_test, source, reference, created_at)
-			VALUES ($3, 'refund', false, $8, NULLIF($10, ''), $9)
+			SELECT program_id, 'refund', false, source, NULLIF(transaction_id, ''), now FROM r ORDER BY n
 		), commission AS (
-			UPDATE commissions SET status = $11, amount_minor = $12, reason = NULLIF($13, ''),
-				reversed_at = CASE WHEN $11 = 'reversed' THEN $9 ELSE reversed_at END, updated_at = $9
-			WHERE id = $4
+			UPDATE commissions SET status = r.status, amount_minor = r.commission_minor, reason = NULLIF(r.commission_reason, ''),
+				reversed_at = CASE WHEN r.status = 'reversed' THEN r.now ELSE commissions.reversed_at END, updated_at = r.now
+			FROM r WHERE commissions.id = ANY ($4::bigint[]) AND commissions.id = r.commission_id
 		), entry AS (
 			INSERT INTO balance_entries (partner_id, currency, kind, amount_minor, commission_id, refund_id, program_id, created_at)
-			SELECT $14, $15, 'deduction', -$6::bigint, $4, refund.id, $3, $9 FROM refund WHERE $16
+			SELECT r.partner_id, r.currency, 'deduction', -r.deduction_minor, r.commission_id, refund.id, r.program_id, r.now
+			FROM r JOIN refund ON refund.sale_id = r.sale_id
+			WHERE r.deduct ORDER BY r.n
 		), outbox AS (
 			INSERT INTO outbox (task_type, queue, payload, created_at)
-			SELECT r.task_type, r.queue, r.payload::jsonb, $9
-			FROM unnest($17::text[], $18::text[], $19::text[]) WITH ORDINALITY AS r(task_type, queue, payload, n)
-			ORDER BY r.n
+			SELECT o.task_type, o.queue, o.payload::jsonb, o.created_at
+			FROM unnest($17::text[], $18::text[], $19::text[], $20::timestamptz[]) WITH ORDINALITY AS o(task_type, queue, payload, created_at, n)
+			ORDER BY o.n
 			RETURNING id
 		)
 		SELECT ARRAY(SELECT id FROM outbox ORDER BY id),
-			$16 AND EXISTS (SELECT 1 FROM withdrawals WHERE partner_id = $14 AND currency = $15 AND status = 'open')
-		FROM refund`
-	qFitOpenWithdrawals = `
+			ARRAY(SELECT r.n FROM r WHERE r.deduct AND EXISTS (SELECT 1 FROM withdrawals w
+				WHERE w.partner_id = r.partner_id AND w.currency = r.currency AND w.status = 'open') ORDER BY r.n),
+			(SELECT count(*) FROM refund)`
+
+const qFitOpenWithdrawals = `
 		SELECT w.id, w.amount_minor,
 			(SELECT COALESCE(SUM(amount_minor), 0) FROM balance_entries WHERE partner_id = $1 AND currency = $2)
 		FROM withdrawals w
 		WHERE w.partner_id = $1 AND w.currency = $2 AND w.status = 'open'
 		ORDER BY w.id DESC FOR NO KEY UPDATE`
-)
-
-// lockRefundedTemplate locks the sale ($1) and then its commission ($2)
-// and reads, with them, whether an earlier refund of the sale is this one
-// again (%s compares $3, the amount or the refund id; $4 tells whether
-// the refund names an amount) and the endpoints wanting the two refund events.
-const lockRefundedTemplate = `
-		SELECT s.program_id, s.amount_cents, s.refunded_cents, p.workspace_id,
-			c.id, c.program_id, c.partner_id, c.sale_id, c.customer_id, c.processor_event_id,
-			c.currency, c.original_minor, c.amount_minor, c.status, c.credited, c.reason,
-			c.approve_after, c.approved_at, c.paid_at, c.reversed_at, c.withdrawal_id, c.created_at,
-			$4 AND EXISTS (SELECT 1 FROM refunds WHERE sale_id = $1 AND %s),
-			ARRAY(SELECT id FROM webhook_endpoints
-				WHERE program_id = s.program_id AND deleted_at IS NULL AND $5 = ANY (events) ORDER BY id),
-			ARRAY(SELECT id FROM webhook_endpoints
-				WHERE program_id = s.program_id AND deleted_at IS NULL AND $6 = ANY (events) ORDER BY id)
-		FROM (SELECT id, program_id, amount_cents, refunded_cents FROM sales WHERE id = $1 FOR NO KEY UPDATE) s
-		JOIN programs p ON p.id = s.program_id
-		CROSS JOIN LATERAL (
-			SELECT ` + commissionColumns + commissionFrom + `
-			WHERE c.id = $2 FOR NO KEY UPDATE OF c
-		) c(id, program_id, partner_id, sale_id, customer_id, processor_event_id, currency, original_minor,
-			amount_minor, status, credited, reason, approve_after, approved_at, paid_at, reversed_at,
-			withdrawal_id, created_at)`
-
-var (
-	qLockRefundedByAmount   = fmt.Sprintf(lockRefundedTemplate, "amount_cents = $3::bigint")
-	qLockRefundedByRefundID = fmt.Sprintf(lockRefundedTemplate, "refund_id = $3::text")
-)
 
 // refundStatements are the refund service's statements, prepared.
 func refundStatements(db *DB) *preparedStatements {
-	return newPreparedStatements(db, qFindRefundTarget, qLockRefundedByAmount, qLockRefundedByRefundID,
-		qWriteRefund, qFitOpenWithdrawals, qRefundBatchOrder, qLockRefundPrograms)
+	return newPreparedStatements(db, qRefundSnapshots, qWriteRefunds, qFitOpenWithdrawals)
 }
 
-// applyRefund is the one write path of a refund, run inside the caller's
-// transaction: the refund endpoint's (alone or in a batch) and the
-// processor's refund events'. It returns the answer and the outbox
-// messages to relay after commit. stmts nil runs the statements
-// unprepared. Errors: ENotFound (the sale), before anything is written.
+// refundItem is one refund through the write path, and what became of it
+// in the transaction, answered once it commits.
+type refundItem struct {
+	in  ledger.RefundInput
+	now time.Time
+
+	done   bool // answered: res, or answer (a refusal, before anything was written)
+	res    *ledger.RefundResult
+	answer error
+	msgs   []ledger.OutboxMessage
+	write  *ledger.RefundWrite // planned in the current round
+}
+
+// reset forgets an outcome: a transaction run again starts afresh.
+func (it *refundItem) reset() { *it = refundItem{in: it.in, now: it.now} }
+
+// refundRead is a refund's row of qRefundSnapshots.
+type refundRead struct {
+	// blocked: its balance account (partnerID, currency) or an earlier
+	// one in the lock order does not exist yet, and it locked nothing.
+	blocked   bool
+	partnerID int64
+	currency  string
+	saleID    int64
+	// locked: its sale was locked (not: it was deleted meanwhile).
+	locked bool
+	// stale: its sale changed after the statement's snapshot.
+	stale bool
+	snap  ledger.RefundSnapshot
+}
+
+// accountKey is a partner's balance account.
+type accountKey struct {
+	partnerID int64
+	currency  string
+}
+
+func compareAccounts(a, b accountKey) int {
+	return cmp.Or(cmp.Compare(a.partnerID, b.partnerID), strings.Compare(a.currency, b.currency))
+}
+
+// applyRefund applies one refund in the caller's transaction (the
+// processor's refund events; stmts nil runs the statements unprepared)
+// and returns its answer and the outbox messages to relay after commit.
+// Errors: ENotFound (the sale), before anything is written.
 func applyRefund(ctx context.Context, tx *sqlx.Tx, stmts *preparedStatements, in ledger.RefundInput, now time.Time) (*ledger.RefundResult, []ledger.OutboxMessage, error) {
-	snap, err := readRefundSnapshot(ctx, tx, stmts, in, now)
-	if err != nil {
+	it := &refundItem{in: in, now: now}
+	if err := applyRefunds(ctx, tx, stmts, []*refundItem{it}); err != nil {
 		return nil, nil, err
 	}
-	plan := ledger.PlanRefund(in, snap)
-	if plan.Write == nil {
-		return &plan.Result, nil, nil
+	if it.answer != nil {
+		return nil, nil, it.answer
 	}
-	msgs, openWithdrawals, err := writeRefund(ctx, tx, stmts, plan.Write, now)
-	if err != nil {
-		return nil, nil, err
+	return it.res, it.msgs, nil
+}
+
+// applyRefunds applies refunds in tx, round by round, and leaves each
+// one's answer and outbox messages on it. An error rolls everything back.
+func applyRefunds(ctx context.Context, tx *sqlx.Tx, stmts *preparedStatements, items []*refundItem) error {
+	programs := make([]int64, len(items))
+	for i, it := range items {
+		it.reset()
+		programs[i] = it.in.ProgramID
 	}
-	if d := plan.Write.Deduction; plan.Write.FitWithdrawals && openWithdrawals {
-		if err := fitWithdrawalsToBalance(ctx, tx, stmts, d.PartnerID, d.Currency, now); err != nil {
-			return nil, nil, err
+	locks := slices.Compact(slices.Sorted(slices.Values(programs)))
+	// Each round answers a refund, creates an account or reads again
+	// refunds it has just locked, which cannot be stale once locked:
+	// rounds bounds a bug, not the work.
+	rounds := 2*len(items) + 2
+	for round := items; len(round) > 0; locks = []int64{} {
+		if rounds--; rounds < 0 {
+			return fmt.Errorf("refunds: %d left after %d rounds", len(round), 2*len(items)+2)
 		}
-	}
-	return &plan.Result, msgs, nil
-}
-
-// readRefundSnapshot locks and reads what a refund decides on. With a
-// commission, findRefundTarget locks the balance account; every refund of
-// the sale held it before the second statement began, so its snapshot
-// sees their refunds. Without one, findRefundTarget locked and read the
-// sale, and the earlier refunds (the retry check of a refund with an
-// amount) are read by a statement of their own, after the sale's lock.
-func readRefundSnapshot(ctx context.Context, tx *sqlx.Tx, stmts *preparedStatements, in ledger.RefundInput, now time.Time) (ledger.RefundSnapshot, error) {
-	t, err := findRefundTarget(ctx, tx, stmts, in, now)
-	if err != nil || !t.commissionID.Valid {
-		return t.snapshot, err
-	}
-	s := ledger.RefundSnapshot{SaleID: t.snapshot.SaleID}
-	query, arg := qLockRefundedByAmount, any(in.AmountCents)
-	if in.RefundID != "" {
-		query, arg = qLockRefundedByRefundID, in.RefundID
-	}
-	c := &ledger.Commission{}
-	var cur string
-	var reversed, refunded pq.Int64Array
-	err = stmts.row(ctx, tx, query,
-		t.snapshot.SaleID, t.commissionID.Int64, arg, in.AmountCents > 0, ledger.EventCommissionReversed, ledger.EventCommissionRefunded).
-		Scan(&s.ProgramID, &s.SaleAmount, &s.RefundedBefore, &s.WorkspaceID,
-			&c.ID, &c.ProgramID, &c.PartnerID, &c.SaleID, &c.CustomerID, &c.TransactionID,
-			&cur, &c.OriginalMinor, &c.AmountMinor, &c.Status, &c.Credited, &c.Reason,
-			&c.ApproveAfter, &c.ApprovedAt, &c.PaidAt, &c.ReversedAt, &c.WithdrawalID, &c.CreatedAt,
-			&s.Retry, &reversed, &refunded)
-	if err != nil {
-		return s, err
-	}
-	c.Currency = ledger.Currency(cur)
-	s.Commission, s.ReversedEndpoints, s.RefundedEndpoints = c, reversed, refunded
-	return s, nil
-}
-
-// refundTarget is a refunded sale and its commission, found before any
-// lock but the balance account's.
-type refundTarget struct {
-	commissionID sql.NullInt64
-	// snapshot holds the sale's id; without a commission, the whole
-	// snapshot, read as the sale's lock returned it.
-	snapshot ledger.RefundSnapshot
-}
-
-// findRefundTarget finds the sale of a refund in its program and, when it
-// has a commission, locks the partner's balance account in the same
-// statement (first in the lock order); without one, it locks the sale.
-// An account that does not exist yet is created and locked by
-// lockBalanceAccount.
-func findRefundTarget(ctx context.Context, tx *sqlx.Tx, stmts *preparedStatements, in ledger.RefundInput, now time.Time) (refundTarget, error) {
-	var t refundTarget
-	var saleID int64
-	var partnerID, programID, amount, refunded, workspaceID sql.NullInt64
-	var currency sql.NullString
-	var accountLocked sql.NullBool
-	err := stmts.row(ctx, tx, qFindRefundTarget, in.ProgramID, in.TransactionID).
-		Scan(&saleID, &t.commissionID, &partnerID, &currency, &accountLocked,
-			&programID, &amount, &refunded, &workspaceID)
-	// No row, or (without a commission) no sale left to lock.
-	if errors.Is(err, sql.ErrNoRows) || (err == nil && !t.commissionID.Valid && !programID.Valid) {
-		return t, ledger.NewError(ledger.ENotFound, ledger.MsgSaleNotFound)
-	} else if err != nil {
-		return t, err
-	}
-	t.snapshot = ledger.RefundSnapshot{SaleID: saleID, ProgramID: programID.Int64, WorkspaceID: workspaceID.Int64,
-		SaleAmount: amount.Int64, RefundedBefore: refunded.Int64}
-	if t.commissionID.Valid {
-		if !accountLocked.Valid {
-			err = lockBalanceAccount(ctx, tx, partnerID.Int64, ledger.Currency(currency.String), now)
-		}
-		return t, err
-	}
-	t.snapshot.Retry, err = refundedAgain(ctx, tx, saleID, in)
-	return t, err
-}
-
-// refundedAgain tells a refund already applied to a sale: the same
-// refund_id, or, without one, the same amount. A refund of "all that is
-// left" is no retry (once applied, nothing is left).
-func refundedAgain(ctx context.Context, tx *sqlx.Tx, saleID int64, in ledger.RefundInput) (bool, error) {
-	if in.AmountCents == 0 {
-		return false, nil
-	}
-	query, arg := `SELECT EXISTS (SELECT 1 FROM refunds WHERE sale_id = $1 AND refund_id = $2)`, any(in.RefundID)
-	if in.RefundID == "" {
-		query, arg = `SELECT EXISTS (SELECT 1 FROM refunds WHERE sale_id = $1 AND amount_cents = $2)`, in.AmountCents
-	}
-	var exists bool
-	err := tx.QueryRowContext(ctx, query, saleID, arg).Scan(&exists)
-	return exists, err
-}
-
-// writeRefund writes a refund's plan in one statement and returns the
-// outbox messages it wrote, and whether a deduction met open withdrawals
-// to fit. The balance account is locked, and every change of a withdrawal
-// takes that lock, so the statement's snapshot sees them all.
-func writeRefund(ctx context.Context, tx *sqlx.Tx, stmts *preparedStatements, w *ledger.RefundWrite, now time.Time) (msgs []ledger.OutboxMessage, openWithdrawals bool, err error) {
-	rows, err := refundOutboxRows(w, now)
-	if err != nil {
-		return nil, false, err
-	}
-	msgs = make([]ledger.OutboxMessage, len(rows))
-	taskTypes, queues, payloads := make([]string, len(rows)), make([]string, len(rows)), make([]string, len(rows))
-	for i, r := range rows {
-		raw, err := json.Marshal(r.payload)
+		reads, err := readRefundSnapshots(ctx, tx, stmts, round, locks)
 		if err != nil {
-			return nil, false, err
+			return err
 		}
-		msgs[i] = ledger.OutboxMessage{TaskType: r.taskType, Queue: r.queue, Payload: raw, CreatedAt: now}
-		taskTypes[i], queues[i], payloads[i] = r.taskType, r.queue, string(raw)
+		var planned, later []*refundItem
+		var missing *accountKey
+		var missingAt time.Time
+		claimed := map[int64]bool{}
+		for i, it := range round {
+			r := reads[i]
+			switch {
+			case r == nil || (!r.blocked && !r.locked):
+				it.done, it.answer = true, ledger.NewError(ledger.ENotFound, ledger.MsgSaleNotFound)
+			case r.blocked:
+				if k := (accountKey{r.partnerID, r.currency}); r.partnerID != 0 && (missing == nil || compareAccounts(k, *missing) < 0) {
+					missing, missingAt = &k, it.now
+				}
+				later = append(later, it)
+			case r.stale || claimed[r.saleID]:
+				later = append(later, it)
+			default:
+				plan := ledger.PlanRefund(it.in, r.snap)
+				it.done, it.res = true, &plan.Result
+				if it.write = plan.Write; it.write != nil {
+					claimed[r.saleID] = true
+					planned = append(planned, it)
+				}
+			}
+		}
+		if missing != nil {
+			// Every lock this transaction holds comes before the account
+			// in the lock order.
+			if err := lockBalanceAccount(ctx, tx, missing.partnerID, ledger.Currency(missing.currency), missingAt); err != nil {
+				return err
+			}
+		}
+		if err := writeRefunds(ctx, tx, stmts, planned); err != nil {
+			return err
+		}
+		round = later
 	}
-	var status, reason, currency string
-	var amount int64
-	if c := w.Commission; c != nil {
-		status, amount, reason = c.Status, c.AmountMinor, c.Reason
+	return nil
+}
+
+// readRefundSnapshots runs qRefundSnapshots for a round; a refund whose
+// sale was not found has no read.
+func readRefundSnapshots(ctx context.Context, tx *sqlx.Tx, stmts *preparedStatements, round []*refundItem, locks []int64) ([]*refundRead, error) {
+	programs := make([]int64, len(round))
+	txns, refundIDs := make([]string, len(round)), make([]string, len(round))
+	amounts := make([]int64, len(round))
+	for i, it := range round {
+		programs[i], txns[i], amounts[i], refundIDs[i] = it.in.ProgramID, it.in.TransactionID, it.in.AmountCents, it.in.RefundID
 	}
-	var partnerID *int64
-	if d := w.Deduction; d != nil {
-		partnerID, currency = &d.PartnerID, string(d.Currency)
+	args := []any{pq.Array(programs), pq.Array(txns), pq.Array(amounts), pq.Array(refundIDs), pq.Array(locks),
+		ledger.EventCommissionReversed, ledger.EventCommissionRefunded}
+	var rows *sql.Rows
+	var err error
+	if stmts == nil {
+		rows, err = tx.QueryContext(ctx, qRefundSnapshots, args...)
+	} else {
+		rows, err = stmts.in(ctx, tx, qRefundSnapshots).QueryContext(ctx, args...)
 	}
-	r := w.Refund
-	var ids pq.Int64Array
-	err = stmts.row(ctx, tx, qWriteRefund,
-		r.SaleID, r.AmountCents, r.ProgramID, r.CommissionID, r.RefundID, r.DeductionMinor, r.Reason,
-		r.Source, now, r.TransactionID, status, amount, reason, partnerID, currency, w.Deduction != nil,
-		pq.StringArray(taskTypes), pq.StringArray(queues), pq.StringArray(payloads)).Scan(&ids, &openWithdrawals)
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
-	if len(ids) != len(msgs) {
-		return nil, false, fmt.Errorf("outbox: %d rows written for %d messages", len(ids), len(msgs))
+	defer rows.Close()
+	reads := make([]*refundRead, len(round))
+	for rows.Next() {
+		var n int
+		r := &refundRead{}
+		var c struct {
+			id, programID, partnerID, saleID, original, amount sql.NullInt64
+			txn, currency, status, reason                      sql.NullString
+			credited                                           sql.NullBool
+			approveAfter, createdAt                            sql.NullTime
+		}
+		cm := &ledger.Commission{}
+		var workspaceID sql.NullInt64
+		var reversed, refunded pq.Int64Array
+		if err := rows.Scan(&n, &r.blocked, &r.partnerID, &r.currency, &r.saleID, &r.locked, &r.stale,
+			&r.snap.ProgramID, &r.snap.SaleAmount, &r.snap.RefundedBefore, &workspaceID,
+			&c.id, &c.programID, &c.partnerID, &c.saleID, &cm.CustomerID, &c.txn, &c.currency,
+			&c.original, &c.amount, &c.status, &c.credited, &c.reason, &c.approveAfter, &cm.ApprovedAt,
+			&cm.PaidAt, &cm.ReversedAt, &cm.WithdrawalID, &c.createdAt,
+			&r.snap.Retry, &reversed, &refunded); err != nil {
+			return nil, err
+		}
+		if n < 1 || n > len(round) {
+			return nil, fmt.Errorf("refund snapshot %d of %d", n, len(round))
+		}
+		r.snap.SaleID, r.snap.WorkspaceID = r.saleID, workspaceID.Int64
+		r.snap.ReversedEndpoints, r.snap.RefundedEndpoints = reversed, refunded
+		if c.id.Valid {
+			cm.ID, cm.ProgramID, cm.PartnerID, cm.SaleID = c.id.Int64, c.programID.Int64, c.partnerID.Int64, c.saleID.Int64
+			cm.TransactionID, cm.Currency = c.txn.String, ledger.Currency(c.currency.String)
+			cm.OriginalMinor, cm.AmountMinor, cm.Status = c.original.Int64, c.amount.Int64, c.status.String
+			cm.Credited, cm.Reason = c.credited.Bool, c.reason.String
+			cm.ApproveAfter, cm.CreatedAt = c.approveAfter.Time, c.createdAt.Time
+			r.snap.Commission = cm
+		}
+		reads[n-1] = r
 	}
-	for i := range msgs {
-		msgs[i].ID = ids[i]
+	return reads, rows.Err()
+}
+
+// refundColumns are qWriteRefunds's arrays.
+type refundColumns struct {
+	saleID, amount, programID, commissionID, deduction, commissionMinor, partnerID []int64
+	refundID, reason, source, now, txn, status, commissionReason, currency         []string
+	deduct                                                                         []bool
+	taskTypes, queues, payloads, createdAt                                         []string
+}
+
+func (c *refundColumns) args() []any {
+	return []any{pq.Array(c.saleID), pq.Array(c.amount), pq.Array(c.programID), pq.Array(c.commissionID),
+		pq.Array(c.refundID), pq.Array(c.deduction), pq.Array(c.reason), pq.Array(c.source), pq.Array(c.now),
+		pq.Array(c.txn), pq.Array(c.status), pq.Array(c.commissionMinor), pq.Array(c.commissionReason),
+		pq.Array(c.partnerID), pq.Array(c.currency), pq.Array(c.deduct),
+		pq.Array(c.taskTypes), pq.Array(c.queues), pq.Array(c.payloads), pq.Array(c.createdAt)}
+}
+
+// writeRefunds writes the planned refunds of a round in one statement,
+// leaves on each the outbox messages it wrote, then fits the open
+// withdrawals of the balance accounts their deductions met, in the lock
+// order.
+func writeRefunds(ctx context.Context, tx *sqlx.Tx, stmts *preparedStatements, planned []*refundItem) error {
+	if len(planned) == 0 {
+		return nil
 	}
-	return msgs, openWithdrawals, nil
+	c := &refundColumns{}
+	var owners []*refundItem
+	for _, it := range planned {
+		w, r := it.write, it.write.Refund
+		rows, err := refundOutboxRows(w, it.now)
+		if err != nil {
+			return err
+		}
+		for _, row := range rows {
+			raw, err := json.Marshal(row.payload)
+			if err != nil {
+				return err
+			}
+			it.msgs = append(it.msgs, ledger.OutboxMessage{TaskType: row.taskType, Queue: row.queue, Payload: raw, CreatedAt: it.now})
+			owners = append(owners, it)
+			c.taskTypes, c.queues = append(c.taskTypes, row.taskType), append(c.queues, row.queue)
+			c.payloads, c.createdAt = append(c.payloads, string(raw)), append(c.createdAt, timeText(it.now))
+		}
+		var commissionID int64
+		if r.CommissionID != nil {
+			commissionID = *r.CommissionID
+		}
+		var status, reason, currency string
+		var amount, partnerID int64
+		if ch := w.Commission; ch != nil {
+			status, amount, reason = ch.Status, ch.AmountMinor, ch.Reason
+		}
+		if d := w.Deduction; d != nil {
+			partnerID, currency = d.PartnerID, string(d.Currency)
+		}
+		c.saleID, c.amount, c.programID = append(c.saleID, r.SaleID), append(c.amount, r.AmountCents), append(c.programID, r.ProgramID)
+		c.commissionID, c.refundID = append(c.commissionID, commissionID), append(c.refundID, r.RefundID)
+		c.deduction, c.reason, c.source = append(c.deduction, r.DeductionMinor), append(c.reason, r.Reason), append(c.source, r.Source)
+		c.now, c.txn = append(c.now, timeText(it.now)), append(c.txn, r.TransactionID)
+		c.status, c.commissionMinor, c.commissionReason = append(c.status, status), append(c.commissionMinor, amount), append(c.commissionReason, reason)
+		c.partnerID, c.currency, c.deduct = append(c.partnerID, partnerID), append(c.currency, currency), append(c.deduct, w.Deduction != nil)
+	}
+	var ids, fits pq.Int64Array
+	var written int
+	if err := stmts.row(ctx, tx, qWriteRefunds, c.args()...).Scan(&ids, &fits, &written); err != nil {
+		return err
+	}
+	if written != len(planned) {
+		return fmt.Errorf("refunds: %d rows written for %d refunds", written, len(planned))
+	}
+	if len(ids) != len(owners) {
+		return fmt.Errorf("outbox: %d rows written for %d messages", len(ids), len(owners))
+	}
+	next := map[*refundItem]int{}
+	for i, it := range owners {
+		it.msgs[next[it]].ID = ids[i]
+		next[it]++
+	}
+	// The time of the withdrawals' change is the last deduction's of
+	// their account, as if each deduction had fitted them.
+	fit := map[accountKey]time.Time{}
+	for _, n := range fits {
+		if it := planned[n-1]; it.write.FitWithdrawals && it.write.Deduction != nil {
+			d := it.write.Deduction
+			fit[accountKey{d.PartnerID, string(d.Currency)}] = it.now
+		}
+	}
+	for _, a := range slices.SortedFunc(maps.Keys(fit), compareAccounts) {
+		if err := fitWithdrawalsToBalance(ctx, tx, stmts, a.partnerID, ledger.Currency(a.currency), fit[a]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // refundOutboxRows are a refund's notifications, then its brand webhook's
@@ -301,6 +475,8 @@ func refundOutboxRows(w *ledger.RefundWrite, now time.Time) ([]outboxRow, error)
 // fitWithdrawalsToBalance lowers the partner's open withdrawals to fit the
 // balance (as fitOpenWithdrawals does), reading the balance and locking
 // the withdrawals in one statement. The caller holds the account's lock.
+// Fitting once after several deductions lowers them as fitting after each
+// would: the newest are lowered first either way.
 func fitWithdrawalsToBalance(ctx context.Context, tx *sqlx.Tx, stmts *preparedStatements, partnerID int64, c ledger.Currency, now time.Time) error {
 	var rows *sql.Rows
 	var err error

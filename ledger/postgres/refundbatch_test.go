@@ -232,3 +232,143 @@ func waitForRefundLock(t *testing.T, b *ledgerBundle, program int64, who string)
 		}
 	}
 }
+
+// TestRefundBatchRereadsASaleRefundedWhileItWaited: a batch reads its
+// snapshot in the statement that waits for its program's lock, so a
+// refund committed meanwhile is missing from that snapshot. The sale's
+// locked row shows it (every refund updates its sale), and the batch
+// reads that refund's snapshot again once it holds the locks: a retry
+// of the same amount, applied while the batch waited, is skipped, not
+// applied twice.
+func TestRefundBatchRereadsASaleRefundedWhileItWaited(t *testing.T) {
+	b := setupLedger(t, "0")
+	ctx := context.Background()
+	w := b.MustWorld(t, programInput("percent", "30", "USD", 0, 30))
+	txnA, cidA := b.approved(t, w, 10000)
+	txnB, cidB := b.approved(t, w, 10000)
+	held := holdRefundLock(t, b, w.program.ID)
+	// What a refund of 1000 of txnA, without refund id, writes to the sale.
+	if _, err := held.ExecContext(ctx, `
+		WITH s AS (UPDATE sales SET refunded_cents = refunded_cents + 1000 WHERE processor_event_id = $1 RETURNING id, program_id)
+		INSERT INTO refunds (sale_id, program_id, amount_cents, source) SELECT id, program_id, 1000, 'api' FROM s`, txnA); err != nil {
+		t.Fatal(err)
+	}
+	type answer struct {
+		results []*ledger.RefundResult
+		errs    []error
+		batched int
+	}
+	answered := make(chan answer, 1)
+	go func() {
+		results, errs, n := b.refunds.ApplyTogether(ctx, []ledger.RefundInput{
+			{ProgramID: w.program.ID, TransactionID: txnA, AmountCents: 1000, Source: ledger.SourceAPI},
+			{ProgramID: w.program.ID, TransactionID: txnB, AmountCents: 1000, Source: ledger.SourceAPI},
+		})
+		answered <- answer{results, errs, n}
+	}()
+	waitForRefundLock(t, b, w.program.ID, "the batch")
+	if err := held.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	var a answer
+	select {
+	case a = <-answered:
+	case <-time.After(time.Minute):
+		t.Fatal("the batch did not finish once the lock was free")
+	}
+	if a.batched != 2 {
+		t.Fatalf("%d of 2 refunds answered by the batch", a.batched)
+	}
+	for i, err := range a.errs {
+		if err != nil {
+			t.Fatalf("refund %d: %v", i, err)
+		}
+	}
+	assertRefund(t, a.results[0], ledger.RefundResult{Status: ledger.RefundSkipped, CommissionID: cidA, SkipReason: ledger.SkipSameAmount})
+	assertRefund(t, a.results[1], ledger.RefundResult{Status: ledger.RefundRefunded, CommissionID: cidB, DeductionMinor: 300, Currency: ledger.USD})
+	if n := b.count(t, `SELECT refunded_cents FROM sales WHERE processor_event_id = $1`, txnA); n != 1000 {
+		t.Fatalf("refunded cents of the sale refunded while the batch waited: %d, want 1000", n)
+	}
+}
+
+// TestRefundBatchCreatesABalanceAccountInLockOrder: a refund whose
+// partner has no balance account yet (a pending commission) and every
+// refund after it in the lock order lock nothing in the batch's first
+// read; the account is created, then they are read again, so no lock is
+// taken out of order. Each answers as it would alone.
+func TestRefundBatchCreatesABalanceAccountInLockOrder(t *testing.T) {
+	b := setupLedger(t, "0")
+	ctx := context.Background()
+	w := b.MustWorld(t, programInput("percent", "30", "USD", 0, 30))
+	w2 := b.anotherPartner(t, w)
+	txnA, cidA := b.sold(t, w, 10000)
+	txnB, cidB := b.approved(t, w2, 10000)
+	accounts := `SELECT count(*) FROM balance_accounts WHERE partner_id = $1`
+	if n := b.count(t, accounts, w.partnerID); n != 0 {
+		t.Fatalf("the first partner has %d balance accounts before its refund, want 0", n)
+	}
+	before := b.balance(t, w2.partnerID, ledger.USD)
+	results, errs, batched := b.refunds.ApplyTogether(ctx, []ledger.RefundInput{
+		{ProgramID: w.program.ID, TransactionID: txnB, AmountCents: 1000, Source: ledger.SourceAPI},
+		{ProgramID: w.program.ID, TransactionID: txnA, AmountCents: 1000, Source: ledger.SourceAPI},
+	})
+	if batched != 2 {
+		t.Fatalf("%d of 2 refunds answered by the batch", batched)
+	}
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("refund %d: %v", i, err)
+		}
+	}
+	assertRefund(t, results[0], ledger.RefundResult{Status: ledger.RefundRefunded, CommissionID: cidB, DeductionMinor: 300, Currency: ledger.USD})
+	assertRefund(t, results[1], ledger.RefundResult{Status: ledger.RefundRefunded, CommissionID: cidA, DeductionMinor: 300, Currency: ledger.USD})
+	if n := b.count(t, accounts, w.partnerID); n != 1 {
+		t.Fatalf("the first partner has %d balance accounts after its refund, want 1", n)
+	}
+	if got := b.balance(t, w2.partnerID, ledger.USD); got != before-300 {
+		t.Fatalf("second partner's balance %d, want %d", got, before-300)
+	}
+	if n := b.count(t, `SELECT count(*) FROM refunds`); n != 2 {
+		t.Fatalf("%d refunds stored, want 2", n)
+	}
+}
+
+// TestRefundBatchFitsOpenWithdrawalsOnce: two deductions of one partner
+// in a batch lower its open withdrawal once, after both, to what the
+// balance then holds, as fitting it after each would.
+func TestRefundBatchFitsOpenWithdrawalsOnce(t *testing.T) {
+	b := setupLedger(t, "0")
+	ctx := context.Background()
+	w := b.MustWorld(t, programInput("percent", "30", "USD", 0, 30))
+	txnA, _ := b.approved(t, w, 100000)
+	txnB, _ := b.approved(t, w, 100000)
+	if got := b.balance(t, w.partnerID, ledger.USD); got != 60000 {
+		t.Fatalf("balance %d before the refunds, want 60000", got)
+	}
+	wd, err := b.balances.CreateWithdrawal(ctx, w.partnerID, ledger.USD, 50000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, errs, batched := b.refunds.ApplyTogether(ctx, []ledger.RefundInput{
+		{ProgramID: w.program.ID, TransactionID: txnA, AmountCents: 50000, Source: ledger.SourceAPI},
+		{ProgramID: w.program.ID, TransactionID: txnB, AmountCents: 50000, Source: ledger.SourceAPI},
+	})
+	if batched != 2 {
+		t.Fatalf("%d of 2 refunds answered by the batch", batched)
+	}
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("refund %d: %v", i, err)
+		}
+	}
+	if got := b.balance(t, w.partnerID, ledger.USD); got != 30000 {
+		t.Fatalf("balance %d after the refunds, want 30000", got)
+	}
+	got, err := b.balances.Withdrawal(ctx, wd.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != ledger.WithdrawalOpen || got.AmountMinor != 30000 || got.RequestedMinor != 50000 {
+		t.Fatalf("withdrawal = %+v, want open, lowered to 30000 of 50000", got)
+	}
+}
