@@ -11,8 +11,9 @@ import (
 )
 
 const (
-	// batchMax bounds the sales (or refunds) of one transaction: more would
-	// hold the locks of the first ones while the last are written.
+	// batchMax bounds the refunds of one transaction (sales: twice it):
+	// more would hold the locks of the first ones while the last are
+	// written.
 	batchMax = 16
 	// batchTimeout bounds one batch's transaction: the batch owns its
 	// deadline, whichever callers gave up.

@@ -265,6 +265,23 @@ func BenchmarkRecordSale(b *testing.B) {
 	})
 }
 
+// BenchmarkRecordSaleAlone records sales one after another from one
+// caller, so that each is a batch of its own: what a sale pays for its
+// transaction and its statements when the rate is low (make bench's
+// fixed-rate sales run batches of about three).
+func BenchmarkRecordSaleAlone(b *testing.B) {
+	lb, worlds, keys := benchWorld(b, 64)
+	w := worlds[0]
+	ctx := context.Background()
+	b.ResetTimer()
+	for i := range b.N {
+		req := sale{txn: "txn_alone_" + strconv.Itoa(i), customerKey: keys[i%len(keys)], amount: 1999}
+		if _, err := lb.sales.RecordSale(ctx, req.request(w.program.ID)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkRawSaleTransaction is the ceiling BenchmarkRecordSale is
 // measured against: the issue's sale-shaped transaction (lock the
 // partner's balance, insert a sale, insert its commission, add to the
@@ -337,6 +354,25 @@ func BenchmarkRefund(b *testing.B) {
 			AmountCents: 7, RefundID: "re_bench_" + strconv.FormatInt(i, 10), Source: ledger.SourceAPI})
 		return err
 	})
+}
+
+// BenchmarkRefundAlone applies partial refunds one after another from
+// one caller, each a batch of its own, to sales whose commissions were
+// removed: a refund that changes no commission, as most of make bench's.
+func BenchmarkRefundAlone(b *testing.B) {
+	lb, worlds, keys := benchWorld(b, 64)
+	w := worlds[0]
+	ctx := context.Background()
+	txns := refundableSales(b, lb, w, keys)
+	lb.db.MustExec(`DELETE FROM balance_entries WHERE program_id = $1`, w.program.ID)
+	lb.db.MustExec(`DELETE FROM commissions WHERE program_id = $1`, w.program.ID)
+	b.ResetTimer()
+	for i := range b.N {
+		if _, err := lb.refunds.ApplyRefund(ctx, ledger.RefundInput{ProgramID: w.program.ID, TransactionID: txns[i%len(txns)],
+			AmountCents: 7, RefundID: "re_alone_" + strconv.Itoa(i), Source: ledger.SourceAPI}); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
 
 // BenchmarkAuthenticateProgramKey is the program-key lookup of every sale
