@@ -28,9 +28,11 @@ type RefundService struct {
 }
 
 // refundsInFlight is how many batch transactions of refunds run at once,
-// each started as soon as one of them is free (groupcommit.NewEager; the
-// measurements behind it are in docs/decisions.md).
-const refundsInFlight = 4
+// each started as soon as one of them is free (groupcommit.NewEager). Two
+// rather than four: the same refunds at max, fewer batches waiting on each
+// other's program locks at a fixed rate (docs/decisions.md, "Two refund
+// batches in flight").
+const refundsInFlight = 2
 
 // NewRefundService returns the refund service over db. relay sends the
 // notifications a refund writes to the outbox right after commit; nil
