@@ -56,7 +56,8 @@ const (
 	// batch costs about 2 ms of Postgres's CPU whatever its size, so at
 	// max four slots of up to 32 sales did 20-30 % more sales than eight
 	// of up to 16, and the fixed rate's p99 did not suffer
-	// (docs/decisions.md, "Fewer, larger sale batches").
+	// (docs/decisions.md, "Empty rollup triggers; fewer, larger sale
+	// batches").
 	saleBatchesInFlight = 4
 	saleBatchMax        = 2 * batchMax
 	// saleBatchLinger is how long a batch waits to fill while a slot is
