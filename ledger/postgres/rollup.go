@@ -187,8 +187,9 @@ const (
 // counters are compared with it added, so that the verification holds
 // between two tallies too.
 const pendingVisitors = `ps AS (
-		SELECT DISTINCT day, partner_id, link_id, session_id FROM rollup_pending_sessions
-		WHERE program_id = $1 AND day >= COALESCE($2::date, '-infinity') AND day <= COALESCE($3::date, 'infinity')
+		SELECT DISTINCT p.day, p.partner_id, p.link_id, s.session_id
+		FROM rollup_pending_sessions p CROSS JOIN LATERAL unnest(p.session_ids) AS s(session_id)
+		WHERE p.program_id = $1 AND day >= COALESCE($2::date, '-infinity') AND day <= COALESCE($3::date, 'infinity')
 	), pk AS (
 		SELECT day, partner_id, link_id, session_id FROM ps
 		UNION

@@ -120,3 +120,56 @@ func TestRollupPartnersMigration(t *testing.T) {
 	}
 	assertEq(t, "after clicks", read(), "2026-03-01 1; 2026-03-01 2; 2026-03-02 2; 2026-03-03 3; 2026-03-04 1")
 }
+
+// TestRollupPendingSetsMigration: migration 00027 over sessions left
+// pending by the trigger of 00025. They become one row per key holding
+// the key's distinct sessions, and the tally counts them as it would
+// have.
+func TestRollupPendingSetsMigration(t *testing.T) {
+	b := setup(t)
+	ctx := context.Background()
+	sqlDB := b.db.DB.DB.DB
+	if _, err := b.db.Exec(`DROP SCHEMA public CASCADE; CREATE SCHEMA public`); err != nil {
+		t.Fatal(err)
+	}
+	if err := migrations.UpTo(ctx, sqlDB, 26); err != nil {
+		t.Fatal(err)
+	}
+	var ws, p int64
+	if err := b.db.QueryRow(`INSERT INTO workspaces (name) VALUES ('Acme') RETURNING id`).Scan(&ws); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.db.QueryRow(`INSERT INTO programs (workspace_id, name, domain, commission_type, commission_rate)
+		VALUES ($1, 'One', 'one.example', 'percent', 20) RETURNING id`, ws).Scan(&p); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.db.Exec(`INSERT INTO rollup_pending_sessions (program_id, day, partner_id, link_id, session_id) VALUES
+		($1, '2026-03-01', 1, 11, 's1'), ($1, '2026-03-01', 1, 11, 's2'), ($1, '2026-03-01', 1, 11, 's1'),
+		($1, '2026-03-01', 1, 12, 's1'), ($1, '2026-03-02', 0, 0, 's3')`, p); err != nil {
+		t.Fatal(err)
+	}
+	if err := migrations.Up(ctx, sqlDB, nil); err != nil {
+		t.Fatal(err)
+	}
+	read := func(q string) string {
+		t.Helper()
+		var s string
+		if err := b.db.QueryRow(q, p).Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	assertEq(t, "pending sets", read(`SELECT string_agg(day || ' ' || partner_id || ' ' || link_id || ' '
+			|| array_to_string(ARRAY(SELECT unnest(session_ids) ORDER BY 1), ','), '; ' ORDER BY day, partner_id, link_id)
+		FROM rollup_pending_sessions WHERE program_id = $1`),
+		"2026-03-01 1 11 s1,s2; 2026-03-01 1 12 s1; 2026-03-02 0 0 s3")
+	var n int64
+	if err := b.db.QueryRow(`SELECT rollup_tally_sessions(100)`).Scan(&n); err != nil || n != 4 {
+		t.Fatalf("tallied %d (%v), want 4", n, err)
+	}
+	assertEq(t, "visitors", read(`SELECT string_agg(day || ' ' || visitors, '; ' ORDER BY day)
+		FROM rollup_visitors_daily WHERE program_id = $1`), "2026-03-01 2; 2026-03-02 1")
+	assertEq(t, "per link", read(`SELECT string_agg(day || ' ' || partner_id || ' ' || link_id || ' ' || visitors, '; '
+			ORDER BY day, partner_id, link_id)
+		FROM rollup_traffic_daily WHERE program_id = $1`), "2026-03-01 1 11 2; 2026-03-01 1 12 1; 2026-03-02 0 0 1")
+}
