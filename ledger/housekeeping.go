@@ -45,7 +45,13 @@ type Retention struct {
 var DefaultRetention = Retention{SentOutbox: 7 * 24 * time.Hour, WebhookAttempts: 30 * 24 * time.Hour,
 	RollupSessions: 35 * 24 * time.Hour}
 
+// ClickHoursKept is how long the programs' clicks per UTC hour
+// (rollup_clicks_hourly) are kept, counted from the hour's start: the
+// 24-hour counts read the last 24 hours, and the rollup verification
+// checks the hours no further back. Prune always deletes older ones.
+const ClickHoursKept = 48 * time.Hour
+
 // Pruned counts the rows one Prune deleted.
 type Pruned struct {
-	Outbox, WebhookAttempts, RollupSessions int64
+	Outbox, WebhookAttempts, RollupSessions, ClickHours int64
 }

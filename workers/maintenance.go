@@ -60,9 +60,9 @@ type PruneHandler struct {
 // picked up by the next one, an hour later.
 func (h *PruneHandler) ProcessTask(ctx context.Context, _ *asynq.Task) error {
 	p, err := h.Housekeeper.Prune(ctx, h.Retention)
-	if p.Outbox > 0 || p.WebhookAttempts > 0 || p.RollupSessions > 0 {
+	if p.Outbox > 0 || p.WebhookAttempts > 0 || p.RollupSessions > 0 || p.ClickHours > 0 {
 		h.Logger.Info("history pruned", "outbox_messages", p.Outbox, "webhook_attempts", p.WebhookAttempts,
-			"rollup_sessions", p.RollupSessions)
+			"rollup_sessions", p.RollupSessions, "rollup_click_hours", p.ClickHours)
 	}
 	return err
 }

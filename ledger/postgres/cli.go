@@ -281,8 +281,25 @@ func (s *CLIService) Status(ctx context.Context, programID int64) (st *ledger.Pr
 // sent: never the CLI's test events or the synthetic chain's lead and sale.
 const integrationLog = `source NOT IN ('` + ledger.LogSourceCLITest + `', '` + ledger.LogSourceSyntheticChain + `')`
 
+// qRecentClicks counts program $1's real clicks in ($2, $3], a window of
+// at most 24 hours: the whole UTC hours inside it from their counters
+// (rollup_clicks_hourly, migration 00028, kept ledger.ClickHoursKept) and
+// the partial hours at its two ends from clicks (the listing index). The
+// ends are together one hour of clicks, where counting the whole window
+// read a day of them.
+const qRecentClicks = `
+	SELECT (SELECT count(*) FROM clicks
+			WHERE program_id = $1 AND NOT is_test AND occurred_at > $2
+				AND occurred_at < date_trunc('hour', $2::timestamptz, 'UTC') + interval '1 hour')
+		+ (SELECT COALESCE(sum(clicks), 0) FROM rollup_clicks_hourly
+			WHERE program_id = $1 AND hour >= date_trunc('hour', $2::timestamptz, 'UTC') + interval '1 hour'
+				AND hour < date_trunc('hour', $3::timestamptz, 'UTC'))
+		+ (SELECT count(*) FROM clicks
+			WHERE program_id = $1 AND NOT is_test AND occurred_at >= date_trunc('hour', $3::timestamptz, 'UTC')
+				AND occurred_at <= $3)`
+
 // recentCounts counts the program's events of the 24 hours before now:
-// real clicks (the listing index), and leads and sales the integration
+// real clicks (qRecentClicks), and leads and sales the integration
 // sent (the tracking log index), test-mode calls included. A provisional
 // lead does not count: its browser_provisional row is left out, and the
 // row its settlement writes (the settling server lead's, or a settlement
@@ -290,10 +307,7 @@ const integrationLog = `source NOT IN ('` + ledger.LogSourceCLITest + `', '` + l
 func recentCounts(ctx context.Context, q *DB, programID int64, now time.Time) (ledger.EventCounts, error) {
 	var c ledger.EventCounts
 	since := now.Add(-24 * time.Hour)
-	if err := q.QueryRowContext(ctx, `
-		SELECT count(*) FROM clicks
-		WHERE program_id = $1 AND NOT is_test AND occurred_at > $2 AND occurred_at <= $3`,
-		programID, since, now).Scan(&c.Clicks); err != nil {
+	if err := q.QueryRowContext(ctx, qRecentClicks, programID, since, now).Scan(&c.Clicks); err != nil {
 		return c, err
 	}
 	err := q.QueryRowContext(ctx, `

@@ -63,10 +63,19 @@ const (
 
 // Prune deletes sent outbox messages, webhook delivery attempts and the
 // rollups' remembered sessions older than their retention (a zero
-// duration keeps that history).
+// duration keeps that history), and the clicks per hour older than
+// ledger.ClickHoursKept.
 func (h *Housekeeper) Prune(ctx context.Context, r ledger.Retention) (p ledger.Pruned, err error) {
 	defer wrap(&err, "postgres.Prune")
 	now := h.db.now()
+	// A few rows per program and hour kept: one statement over the table.
+	res, err := h.db.ExecContext(ctx, `DELETE FROM rollup_clicks_hourly WHERE hour < $1`, now.Add(-ledger.ClickHoursKept))
+	if err != nil {
+		return p, err
+	}
+	if p.ClickHours, err = res.RowsAffected(); err != nil {
+		return p, err
+	}
 	if r.SentOutbox > 0 {
 		if p.Outbox, err = h.prune(ctx, qPruneOutbox, now.Add(-r.SentOutbox)); err != nil {
 			return p, err

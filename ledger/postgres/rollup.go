@@ -8,10 +8,13 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+
+	"github.com/partnertrack/partnertrack/ledger"
 )
 
 // RollupService checks and rebuilds the analytics rollups (migrations
-// 00016, 00017, 00023, 00024 and 00025) against the raw tables they count. It is the operator's
+// 00016, 00017, 00023 to 00025, 00027 and 00028) against the raw tables
+// they count. It is the operator's
 // tool behind `partnerctl analytics verify` and `rebuild`.
 type RollupService struct {
 	db *DB
@@ -28,7 +31,7 @@ func NewRollupService(db *DB) *RollupService { return &RollupService{db: db} }
 // is 1 for a partner's day in the set).
 type RollupDiff struct {
 	Table      string
-	Day        string // YYYY-MM-DD, the program's day
+	Day        string // YYYY-MM-DD, the program's day; for rollup_clicks_hourly the UTC hour, YYYY-MM-DDTHH:MMZ
 	PartnerID  int64
 	LinkID     int64
 	Currency   string
@@ -40,6 +43,8 @@ type RollupDiff struct {
 func (d RollupDiff) String() string {
 	key := fmt.Sprintf("day=%s", d.Day)
 	switch d.Table {
+	case "rollup_clicks_hourly":
+		key = fmt.Sprintf("hour=%s", d.Day)
 	case "rollup_visitors_daily", "rollup_program_sales_daily":
 	case "rollup_partners_daily":
 		key += fmt.Sprintf(" partner=%d", d.PartnerID)
@@ -181,6 +186,22 @@ const (
 	) x`
 )
 
+// The program's clicks per UTC hour (migration 00028) of the hours that
+// start in days [$2, $3] and at or after $4, the oldest hour kept
+// (ledger.ClickHoursKept): older ones are pruned, not wrong.
+const (
+	recomputeClickHours = `WITH ` + rollupBounds + `
+	SELECT date_trunc('hour', c.occurred_at, 'UTC') AS hour, count(*)::bigint AS clicks
+	FROM clicks c CROSS JOIN b
+	WHERE c.program_id = $1 AND NOT c.is_test AND c.occurred_at >= $4::timestamptz
+		AND c.occurred_at >= b.lo - interval '1 hour' AND c.occurred_at < b.hi
+		AND date_trunc('hour', c.occurred_at, 'UTC') >= b.lo AND date_trunc('hour', c.occurred_at, 'UTC') < b.hi
+	GROUP BY 1`
+	storedClickHours = `WITH ` + rollupBounds + `
+	SELECT h.hour, h.clicks FROM rollup_clicks_hourly h CROSS JOIN b
+	WHERE h.program_id = $1 AND h.hour >= $4::timestamptz AND h.hour >= b.lo AND h.hour < b.hi`
+)
+
 // pendingVisitors (pv) is what the next tallies will add to program $1's
 // visitors of days [$2, $3]: per key (the program's as -1, -1), the
 // pending sessions the tallied set does not hold yet. The stored
@@ -231,16 +252,28 @@ type rollupTable struct {
 	counters  []string
 	stored    string
 	recompute string
+	// hourly: the rows are UTC hours, not days, and the queries take the
+	// oldest hour kept as $4.
+	hourly bool
 }
 
 var rollupTables = []rollupTable{
-	{"rollup_traffic_daily", 2, []string{"clicks", "visitors", "leads"}, storedTraffic, recomputeTraffic},
-	{"rollup_visitors_daily", 0, []string{"clicks", "visitors", "leads"}, storedVisitors, recomputeVisitors},
+	{"rollup_traffic_daily", 2, []string{"clicks", "visitors", "leads"}, storedTraffic, recomputeTraffic, false},
+	{"rollup_visitors_daily", 0, []string{"clicks", "visitors", "leads"}, storedVisitors, recomputeVisitors, false},
 	{"rollup_sales_daily", 3, []string{"conversions", "revenue_minor", "commission_minor", "refunds", "refunded_minor"},
-		storedSales, recomputeSales},
+		storedSales, recomputeSales, false},
 	{"rollup_program_sales_daily", 1, []string{"conversions", "revenue_minor", "commission_minor", "refunds", "refunded_minor"},
-		storedProgramSales, recomputeProgramSales},
-	{"rollup_partners_daily", 4, []string{"active"}, storedPartners, recomputePartners},
+		storedProgramSales, recomputeProgramSales, false},
+	{"rollup_partners_daily", 4, []string{"active"}, storedPartners, recomputePartners, false},
+	{"rollup_clicks_hourly", 0, []string{"clicks"}, storedClickHours, recomputeClickHours, true},
+}
+
+// hourFormat is how an hour's row is named in a difference.
+const hourFormat = "2006-01-02T15:04Z"
+
+// oldestClickHour is the first hour whose clicks per hour are kept at now.
+func oldestClickHour(now time.Time) time.Time {
+	return now.UTC().Add(-ledger.ClickHoursKept).Truncate(time.Hour).Add(time.Hour)
 }
 
 // rollupKey is a row's key: day, partner, link, currency.
@@ -280,7 +313,11 @@ func readRollupRows(ctx context.Context, tx *sqlx.Tx, t rollupTable, query strin
 		if err := rows.Scan(dest...); err != nil {
 			return nil, err
 		}
-		k.day = day.Format(time.DateOnly)
+		if t.hourly {
+			k.day = day.UTC().Format(hourFormat)
+		} else {
+			k.day = day.Format(time.DateOnly)
+		}
 		out[k] = counters
 	}
 	return out, rows.Err()
@@ -316,12 +353,17 @@ func (s *RollupService) VerifyRollups(ctx context.Context, programID int64, from
 		return nil, notFound("program")
 	}
 	diffs = []RollupDiff{}
+	oldestHour := oldestClickHour(s.db.now())
 	for _, t := range rollupTables {
-		stored, err := readRollupRows(ctx, tx, t, t.stored, programID, dateArg(from), dateArg(to))
+		args := []any{programID, dateArg(from), dateArg(to)}
+		if t.hourly {
+			args = append(args, oldestHour)
+		}
+		stored, err := readRollupRows(ctx, tx, t, t.stored, args...)
 		if err != nil {
 			return nil, err
 		}
-		recomputed, err := readRollupRows(ctx, tx, t, t.recompute, programID, dateArg(from), dateArg(to))
+		recomputed, err := readRollupRows(ctx, tx, t, t.recompute, args...)
 		if err != nil {
 			return nil, err
 		}
@@ -388,7 +430,7 @@ func (s *RollupService) RebuildRollups(ctx context.Context, programID int64) (re
 			if !exists {
 				return notFound("program")
 			}
-			return rebuildRollups(ctx, tx, id)
+			return rebuildRollups(ctx, tx, id, s.db.now())
 		})
 		if err != nil {
 			return rebuilt, err
@@ -409,12 +451,13 @@ func (s *RollupService) RebuildRollups(ctx context.Context, programID int64) (re
 // runs in read committed). Click batches of the
 // program wait for the length of the rebuild, which is proportional to
 // the program's events; other programs are not held.
-func rebuildRollups(ctx context.Context, tx *sqlx.Tx, programID int64) error {
+func rebuildRollups(ctx context.Context, tx *sqlx.Tx, programID int64, now time.Time) error {
 	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(17, ($1::bigint & 2147483647)::int)`, programID); err != nil {
 		return err
 	}
 	for _, table := range []string{"rollup_traffic_daily", "rollup_sessions", "rollup_pending_sessions",
-		"rollup_visitors_daily", "rollup_sales_daily", "rollup_program_sales_daily", "rollup_partners_daily"} {
+		"rollup_visitors_daily", "rollup_sales_daily", "rollup_program_sales_daily", "rollup_partners_daily",
+		"rollup_clicks_hourly"} {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE program_id = $1`, programID); err != nil {
 			return err
 		}
@@ -441,5 +484,7 @@ func rebuildRollups(ctx context.Context, tx *sqlx.Tx, programID int64) error {
 			return err
 		}
 	}
-	return nil
+	_, err := tx.ExecContext(ctx, `INSERT INTO rollup_clicks_hourly (program_id, hour, clicks)
+		SELECT $1, hour, clicks FROM (`+recomputeClickHours+`) x`, programID, nil, nil, oldestClickHour(now))
+	return err
 }

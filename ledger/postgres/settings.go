@@ -51,7 +51,7 @@ func (s *ProgramService) UpdateSettings(ctx context.Context, id int64, in ledger
 				if _, err := tx.ExecContext(ctx, `UPDATE programs SET timezone = $2 WHERE id = $1`, id, *tz); err != nil {
 					return formatError(err)
 				}
-				if err := rebuildRollups(ctx, tx, id); err != nil {
+				if err := rebuildRollups(ctx, tx, id, s.db.now()); err != nil {
 					return err
 				}
 			}

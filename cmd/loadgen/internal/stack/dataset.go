@@ -124,8 +124,9 @@ func insertRange(ctx context.Context, db *sql.DB, c Clicks, lo, hi int64, now ti
 
 // LoadClickRollups writes the traffic rollups of a program's clicks
 // (clicks and distinct sessions per UTC day, partner and link, and the
-// program's clicks and distinct sessions per day, and its active partners
-// per day), replacing what the rows held:
+// program's clicks and distinct sessions per day, its active partners
+// per day, and its clicks per UTC hour of the last two days), replacing
+// what the rows held:
 // LoadClicks bypasses the triggers that keep them (migration 00017), so
 // the performance endpoint would otherwise read nothing. The program's
 // timezone is UTC in the bench.
@@ -151,7 +152,12 @@ func LoadClickRollups(ctx context.Context, dsn string, programID int64) (time.Du
 		INSERT INTO rollup_partners_daily (program_id, day, partner_id)
 		SELECT DISTINCT program_id, (occurred_at AT TIME ZONE 'UTC')::date, partner_id
 		FROM clicks WHERE program_id = $1 AND NOT is_test AND partner_id <> 0
-		ON CONFLICT DO NOTHING`,
+		ON CONFLICT DO NOTHING`, `
+		INSERT INTO rollup_clicks_hourly (program_id, hour, clicks)
+		SELECT program_id, date_trunc('hour', occurred_at, 'UTC'), count(*)
+		FROM clicks WHERE program_id = $1 AND NOT is_test AND occurred_at >= now() - interval '48 hours'
+		GROUP BY 1, 2
+		ON CONFLICT (program_id, hour) DO UPDATE SET clicks = EXCLUDED.clicks`,
 		`ANALYZE rollup_traffic_daily`, `ANALYZE rollup_visitors_daily`, `ANALYZE rollup_partners_daily`} {
 		args := []any{programID}
 		if !strings.Contains(q, "$1") {

@@ -9,7 +9,8 @@ import (
 )
 
 // TestLoadClickRollups: the rollups written for loaded clicks add up to
-// the clicks, per day and in all, and writing them again replaces them.
+// the clicks, per day and in all (and per hour over the last two days),
+// and writing them again replaces them.
 func TestLoadClickRollups(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t)
@@ -36,5 +37,15 @@ func TestLoadClickRollups(t *testing.T) {
 	if clicks != 5000 || visitors != 5000 || programClicks != 5000 || programVisitors != 5000 || days < 5 || days > 6 {
 		t.Fatalf("rollups: %d clicks, %d visitors, %d program clicks, %d program visitors over %d days", clicks, visitors,
 			programClicks, programVisitors, days)
+	}
+	// The hours of the last two days hold those days' clicks.
+	var hourly, recent int64
+	if err := db.QueryRow(`SELECT (SELECT sum(clicks) FROM rollup_clicks_hourly WHERE program_id = $1),
+		(SELECT count(*) FROM clicks WHERE program_id = $1 AND occurred_at >= now() - interval '48 hours')`,
+		f.ProgramID).Scan(&hourly, &recent); err != nil {
+		t.Fatal(err)
+	}
+	if hourly != recent || recent < 1000 {
+		t.Fatalf("clicks per hour sum to %d, the last 48 hours hold %d", hourly, recent)
 	}
 }
