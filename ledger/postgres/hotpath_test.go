@@ -282,6 +282,45 @@ func BenchmarkRecordSaleAlone(b *testing.B) {
 	}
 }
 
+// BenchmarkRecordSaleByClickAlone records sales by click id one after
+// another, each a batch of its own, as make bench's fixed-rate sales do:
+// first is each click's first sale (it makes the click's customer and
+// its conversion), repeat a later sale of a click that has its customer.
+// The fixed-rate phase's opening seconds are first sales, the rest
+// repeats.
+func BenchmarkRecordSaleByClickAlone(b *testing.B) {
+	lb, worlds, _ := benchWorld(b, 0)
+	w := worlds[0]
+	ctx := context.Background()
+	var seq int
+	record := func(b *testing.B, click string) {
+		seq++
+		req := sale{txn: "txn_click_" + strconv.Itoa(seq), clickID: click, amount: 1999}
+		if _, err := lb.sales.RecordSale(ctx, req.request(w.program.ID)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Run("first", func(b *testing.B) {
+		for range b.N {
+			b.StopTimer()
+			click := lb.mustClickFrom(b, w, w.partnerID, w.linkID, "", lb.clock.Now().Add(-time.Minute), false)
+			b.StartTimer()
+			record(b, click)
+		}
+	})
+	b.Run("repeat", func(b *testing.B) {
+		clicks := make([]string, 64)
+		for i := range clicks {
+			clicks[i] = lb.mustClickFrom(b, w, w.partnerID, w.linkID, "", lb.clock.Now().Add(-time.Minute), false)
+			record(b, clicks[i])
+		}
+		b.ResetTimer()
+		for i := range b.N {
+			record(b, clicks[i%len(clicks)])
+		}
+	})
+}
+
 // BenchmarkRawSaleTransaction is the ceiling BenchmarkRecordSale is
 // measured against: the sale-shaped transaction (lock the
 // partner's balance, insert a sale, insert its commission, add to the
