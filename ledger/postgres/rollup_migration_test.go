@@ -7,19 +7,16 @@ import (
 	"github.com/partnertrack/partnertrack/migrations"
 )
 
-// TestRollupProgramRowsMigration: migration 00023 over rollups kept by
-// the triggers of 00017. The program-wide rows it adds start as the sums
-// of the per-link rows of each day (and currency); the program's visitors
-// per day are kept, not recounted; days with clicks but no session get a
-// row.
-func TestRollupProgramRowsMigration(t *testing.T) {
+// programAtVersion returns a database migrated up to version (an empty
+// schema first) holding one workspace and one program, and the program's
+// id: the start of a test of the migration after version.
+func programAtVersion(t *testing.T, version int64) (*testBundle, int64) {
+	t.Helper()
 	b := setup(t)
-	ctx := context.Background()
-	sqlDB := b.db.DB.DB.DB
 	if _, err := b.db.Exec(`DROP SCHEMA public CASCADE; CREATE SCHEMA public`); err != nil {
 		t.Fatal(err)
 	}
-	if err := migrations.UpTo(ctx, sqlDB, 22); err != nil {
+	if err := migrations.UpTo(context.Background(), b.db.DB.DB.DB, version); err != nil {
 		t.Fatal(err)
 	}
 	var ws, p int64
@@ -30,6 +27,18 @@ func TestRollupProgramRowsMigration(t *testing.T) {
 		VALUES ($1, 'One', 'one.example', 'percent', 20) RETURNING id`, ws).Scan(&p); err != nil {
 		t.Fatal(err)
 	}
+	return b, p
+}
+
+// TestRollupProgramRowsMigration: migration 00023 over rollups kept by
+// the triggers of 00017. The program-wide rows it adds start as the sums
+// of the per-link rows of each day (and currency); the program's visitors
+// per day are kept, not recounted; days with clicks but no session get a
+// row.
+func TestRollupProgramRowsMigration(t *testing.T) {
+	b, p := programAtVersion(t, 22)
+	ctx := context.Background()
+	sqlDB := b.db.DB.DB.DB
 	for _, q := range []string{
 		`INSERT INTO rollup_traffic_daily (program_id, day, partner_id, link_id, clicks, visitors, leads) VALUES
 			($1, '2026-03-01', 1, 11, 10, 8, 2), ($1, '2026-03-01', 1, 12, 5, 5, 0), ($1, '2026-03-01', 0, 0, 3, 0, 1),
@@ -69,23 +78,9 @@ func TestRollupProgramRowsMigration(t *testing.T) {
 // (a refund alone counts); partner 0 and all-zero rows do not. The
 // replaced triggers then add to it.
 func TestRollupPartnersMigration(t *testing.T) {
-	b := setup(t)
+	b, p := programAtVersion(t, 23)
 	ctx := context.Background()
 	sqlDB := b.db.DB.DB.DB
-	if _, err := b.db.Exec(`DROP SCHEMA public CASCADE; CREATE SCHEMA public`); err != nil {
-		t.Fatal(err)
-	}
-	if err := migrations.UpTo(ctx, sqlDB, 23); err != nil {
-		t.Fatal(err)
-	}
-	var ws, p int64
-	if err := b.db.QueryRow(`INSERT INTO workspaces (name) VALUES ('Acme') RETURNING id`).Scan(&ws); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.db.QueryRow(`INSERT INTO programs (workspace_id, name, domain, commission_type, commission_rate)
-		VALUES ($1, 'One', 'one.example', 'percent', 20) RETURNING id`, ws).Scan(&p); err != nil {
-		t.Fatal(err)
-	}
 	for _, q := range []string{
 		`INSERT INTO rollup_traffic_daily (program_id, day, partner_id, link_id, clicks, visitors, leads) VALUES
 			($1, '2026-03-01', 1, 11, 10, 8, 2), ($1, '2026-03-01', 1, 12, 5, 5, 0), ($1, '2026-03-01', 0, 0, 3, 0, 1),
@@ -126,23 +121,9 @@ func TestRollupPartnersMigration(t *testing.T) {
 // the key's distinct sessions, and the tally counts them as it would
 // have.
 func TestRollupPendingSetsMigration(t *testing.T) {
-	b := setup(t)
+	b, p := programAtVersion(t, 26)
 	ctx := context.Background()
 	sqlDB := b.db.DB.DB.DB
-	if _, err := b.db.Exec(`DROP SCHEMA public CASCADE; CREATE SCHEMA public`); err != nil {
-		t.Fatal(err)
-	}
-	if err := migrations.UpTo(ctx, sqlDB, 26); err != nil {
-		t.Fatal(err)
-	}
-	var ws, p int64
-	if err := b.db.QueryRow(`INSERT INTO workspaces (name) VALUES ('Acme') RETURNING id`).Scan(&ws); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.db.QueryRow(`INSERT INTO programs (workspace_id, name, domain, commission_type, commission_rate)
-		VALUES ($1, 'One', 'one.example', 'percent', 20) RETURNING id`, ws).Scan(&p); err != nil {
-		t.Fatal(err)
-	}
 	if _, err := b.db.Exec(`INSERT INTO rollup_pending_sessions (program_id, day, partner_id, link_id, session_id) VALUES
 		($1, '2026-03-01', 1, 11, 's1'), ($1, '2026-03-01', 1, 11, 's2'), ($1, '2026-03-01', 1, 11, 's1'),
 		($1, '2026-03-01', 1, 12, 's1'), ($1, '2026-03-02', 0, 0, 's3')`, p); err != nil {
