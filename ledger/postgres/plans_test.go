@@ -65,3 +65,66 @@ func TestArrayStatementsSettleOnGenericPlans(t *testing.T) {
 		})
 	}
 }
+
+// TestRollupTriggersLookRowsUpByKey: the rollup triggers of sales,
+// commissions and refunds read the sales of their rows by key even on a
+// connection that planned them while `sales` was nearly empty, as a new
+// database is (migration 00029): a plan that hashed a scan of the whole
+// table would read every sale the table has gained since, on each write.
+func TestRollupTriggersLookRowsUpByKey(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	ctx := context.Background()
+	p := MustProgram(t, bundleOn(db))
+	var partner int64
+	if err := db.QueryRowContext(ctx, `INSERT INTO partners (email, name) VALUES ('ana@creator.example', 'Ana') RETURNING id`).Scan(&partner); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// write stores a sale, its commission, the commission's approval and a
+	// refund on conn, in one transaction, and returns how many scans of
+	// sales and customers it made.
+	write := func(n string) (scans int64) {
+		t.Helper()
+		tx, err := conn.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback()
+		var sale, commission int64
+		if err := tx.QueryRowContext(ctx, `INSERT INTO sales (program_id, partner_id, processor_event_id, amount_cents, currency, source, occurred_at)
+			VALUES ($1, $2, $3, 5000, 'USD', 'api', now()) RETURNING id`, p.ID, partner, "evt-"+n).Scan(&sale); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.QueryRowContext(ctx, `INSERT INTO commissions (program_id, partner_id, sale_id, currency, original_minor, amount_minor, status, approve_after)
+			VALUES ($1, $2, $3, 'USD', 1000, 1000, 'pending', now()) RETURNING id`, p.ID, partner, sale).Scan(&commission); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE commissions SET amount_minor = 500 WHERE id = $1`, commission); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO refunds (sale_id, program_id, amount_cents) VALUES ($1, $2, 2500)`, sale, p.ID); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.QueryRowContext(ctx, `SELECT COALESCE(sum(seq_scan), 0) FROM pg_stat_xact_user_tables
+			WHERE relname IN ('sales', 'customers')`).Scan(&scans); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		return scans
+	}
+	write("first") // plans the triggers' statements on conn while sales holds one row
+	if _, err := db.ExecContext(ctx, `INSERT INTO sales (program_id, processor_event_id, amount_cents, currency, source, occurred_at)
+		SELECT $1, 'txn_' || n, 1000, 'USD', 'api', now() FROM generate_series(1, 20000) n`, p.ID); err != nil {
+		t.Fatal(err)
+	}
+	if scans := write("second"); scans != 0 {
+		t.Errorf("the write scanned sales or customers %d times after the table grew, want 0 (lookups by key)", scans)
+	}
+}
