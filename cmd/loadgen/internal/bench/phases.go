@@ -149,10 +149,18 @@ func (b *bench) provision(ctx context.Context, n *node) (*world, error) {
 func (b *bench) sales(ctx context.Context, n *node, w *world) (*drive.Sales, *drive.Sales) {
 	conns := b.cfg.Conns
 	max := drive.NewSales(drive.NewClient(n.addr, conns), w.salesMax, "txn-"+b.tag+"-max", conns)
-	res := drive.Run(ctx, drive.Options{Workers: conns, Duration: b.p.saleMax, Limit: b.cfg.SalesMax}, max.Do)
-	row := drive.Row{Name: "sales at max", Result: res, Ceiling: "raw tx", Base: b.ceil["raw"]}
+	room := int64(len(w.salesMax) * perKey) // more sales would leave their refunds over the keys' limit
+	limit := room
 	if b.cfg.SalesMax > 0 {
+		limit = min(b.cfg.SalesMax, room)
+	}
+	res := drive.Run(ctx, drive.Options{Workers: conns, Duration: b.p.saleMax, Limit: limit}, max.Do)
+	row := drive.Row{Name: "sales at max", Result: res, Ceiling: "raw tx", Base: b.ceil["raw"]}
+	switch {
+	case b.cfg.SalesMax > 0 && limit == b.cfg.SalesMax:
 		row.Note = fmt.Sprintf("stopped at %d sales (--sales-max)", b.cfg.SalesMax)
+	case res.Sent >= room:
+		row.Note = fmt.Sprintf("stopped at %d sales, the room of its %d keys", room, len(w.salesMax))
 	}
 	b.row(row)
 	b.target("sales at max", b.maxMeasured(row), fmt.Sprintf("≥ %.2f× raw tx, all answered 2xx", targets.salesMax),
