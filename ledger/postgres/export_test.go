@@ -22,6 +22,34 @@ func CustomerByKey(ctx context.Context, tx *sqlx.Tx, programID int64, key string
 	return customerByKey(ctx, tx, nil, programID, key)
 }
 
+// RecordInTx records the requests through the sale write path in the
+// caller's transaction, so that a test can read what the transaction did
+// (pg_stat_xact_user_tables) before it commits. The statements must be
+// prepared first (PrepareStatements), outside the transaction.
+func (s *SaleService) RecordInTx(ctx context.Context, tx *sqlx.Tx, reqs []ledger.SaleRequest) error {
+	items := make([]*saleItem, len(reqs))
+	for i, r := range reqs {
+		now := s.db.now()
+		sale, err := r.Validate(now)
+		if err != nil {
+			return err
+		}
+		items[i] = newSaleItem(*sale, 0, now)
+	}
+	if err := s.recordSales(ctx, tx, items); err != nil {
+		return err
+	}
+	for _, it := range items {
+		if _, err := it.answered(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// PrepareStatements prepares the sale write's statements.
+func (s *SaleService) PrepareStatements(ctx context.Context) error { return s.stmts.prepare(ctx) }
+
 // RecordTogether records the requests as one batch of concurrent sales
 // would be (recordBatch, then each alone when it failed) and returns their answers, and how many the batch
 // answered from its one transaction (all of them, unless it failed and

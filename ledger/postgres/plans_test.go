@@ -6,6 +6,7 @@ import (
 
 	"github.com/lib/pq"
 
+	"github.com/partnertrack/partnertrack/ledger"
 	"github.com/partnertrack/partnertrack/ledger/postgres"
 	"github.com/partnertrack/partnertrack/ledger/postgres/pgtest"
 )
@@ -126,5 +127,66 @@ func TestRollupTriggersLookRowsUpByKey(t *testing.T) {
 	}
 	if scans := write("second"); scans != 0 {
 		t.Errorf("the write scanned sales or customers %d times after the table grew, want 0 (lookups by key)", scans)
+	}
+}
+
+// TestSaleWriteLooksRowsUpByKey: the sale write's generic plans, made
+// once per connection, read customers and leads by key even when the
+// connection made them while the tables were nearly empty: a plan that
+// scanned the customers for the ones a batch converts would read every
+// customer the table has gained since, on each write.
+func TestSaleWriteLooksRowsUpByKey(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	ctx := context.Background()
+	f := db.MustFixture(t, "keyed")
+	one, err := postgres.Open(ctx, db.URL, postgres.PoolConfig{MaxConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer one.Close()
+	sales := postgres.NewSaleService(one, postgres.SaleOptions{})
+	if err := sales.PrepareStatements(ctx); err != nil {
+		t.Fatal(err)
+	}
+	customer := func(key string) {
+		t.Helper()
+		if _, err := db.ExecContext(ctx, `INSERT INTO customers (program_id, partner_id, link_id, customer_key, status)
+			VALUES ($1, $2, $3, $4, 'lead')`, f.ProgramID, f.PartnerID, f.LinkID, key); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// sell records a first sale of the customer with key on the one
+	// connection and returns how many scans of whole tables it made.
+	sell := func(key string) (scans int64) {
+		t.Helper()
+		tx, err := one.BeginTxx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback()
+		req := ledger.SaleRequest{ProgramID: f.ProgramID, TransactionID: ledger.Some("txn-" + key),
+			AmountCents: ledger.Some[int64](5000), CustomerKey: ledger.Some(key)}
+		if err := sales.RecordInTx(ctx, tx, []ledger.SaleRequest{req}); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.QueryRowContext(ctx, `SELECT COALESCE(sum(seq_scan), 0) FROM pg_stat_xact_user_tables
+			WHERE relname IN ('customers', 'leads', 'commissions')`).Scan(&scans); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		return scans
+	}
+	customer("first")
+	sell("first") // plans the write on the one connection while customers holds one row
+	if _, err := db.ExecContext(ctx, `INSERT INTO customers (program_id, partner_id, link_id, customer_key, status)
+		SELECT $1, $2, $3, 'bulk-' || n, 'lead' FROM generate_series(1, 20000) n`, f.ProgramID, f.PartnerID, f.LinkID); err != nil {
+		t.Fatal(err)
+	}
+	customer("second")
+	if scans := sell("second"); scans != 0 {
+		t.Errorf("the sale scanned customers, leads or commissions %d times after the tables grew, want 0 (lookups by key)", scans)
 	}
 }

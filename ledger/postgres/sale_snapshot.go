@@ -23,7 +23,13 @@ import (
 // webhook endpoints ($7, $8 name the events). It also makes the rest of
 // the transaction use the generic plans of its prepared statements
 // (set_config, as SET LOCAL): statements on the partitioned clicks table
-// are otherwise planned anew on every call (docs/decisions.md). The
+// are otherwise planned anew on every call (docs/decisions.md). And it
+// turns off scans of whole tables, hash joins and merge joins for the
+// rest of the transaction (keyed_plans): the write's generic plan is made
+// once per connection and kept, and one made while customers was small
+// scanned all of them for the few a batch converts, ever more as the
+// table grew ("Stale rollup plans"); without those, every row is looked
+// up by its key, whatever the statistics say. The
 // arrays are read through sub-selects so that a custom plan cannot see
 // their lengths. Every row read says LIMIT 1 (true anyway of the keys it
 // reads by): a lateral subquery with a limit is read by its index for
@@ -40,6 +46,8 @@ var qSaleSnapshots = `
 		SELECT u.ord, ` + programFields + `, '' AS masked,
 			(SELECT id FROM sales WHERE processor_event_id = u.transaction_id) AS duplicate_of,
 			set_config('plan_cache_mode', 'force_generic_plan', true) AS plan_cache_mode,
+			set_config('enable_seqscan', 'off', true) || set_config('enable_hashjoin', 'off', true)
+				|| set_config('enable_mergejoin', 'off', true) AS keyed_plans,
 			` + snapshotCustomerColumns + `,
 			cl.program_id AS click_program_id, cl.partner_id AS click_partner_id, cl.link_id AS click_link_id,
 			cl.occurred_at AS click_occurred_at, cl.is_test AS click_is_test,
@@ -116,6 +124,7 @@ type snapshotRow struct {
 	programRow
 	DuplicateOf         sql.NullInt64       `db:"duplicate_of"`
 	PlanCacheMode       string              `db:"plan_cache_mode"`
+	KeyedPlans          string              `db:"keyed_plans"`
 	CustomerID          sql.NullInt64       `db:"customer_id"`
 	CustomerPartnerID   *int64              `db:"customer_partner_id"`
 	CustomerLinkID      *int64              `db:"customer_link_id"`
