@@ -27,14 +27,9 @@ func CustomerByKey(ctx context.Context, tx *sqlx.Tx, programID int64, key string
 // (pg_stat_xact_user_tables) before it commits. The statements must be
 // prepared first (PrepareStatements), outside the transaction.
 func (s *SaleService) RecordInTx(ctx context.Context, tx *sqlx.Tx, reqs []ledger.SaleRequest) error {
-	items := make([]*saleItem, len(reqs))
-	for i, r := range reqs {
-		now := s.db.now()
-		sale, err := r.Validate(now)
-		if err != nil {
-			return err
-		}
-		items[i] = newSaleItem(*sale, 0, now)
+	items, err := s.validItems(reqs)
+	if err != nil {
+		return err
 	}
 	if err := s.recordSales(ctx, tx, items); err != nil {
 		return err
@@ -45,6 +40,20 @@ func (s *SaleService) RecordInTx(ctx context.Context, tx *sqlx.Tx, reqs []ledger
 		}
 	}
 	return nil
+}
+
+// validItems validates the requests into the write path's items.
+func (s *SaleService) validItems(reqs []ledger.SaleRequest) ([]*saleItem, error) {
+	items := make([]*saleItem, len(reqs))
+	for i, r := range reqs {
+		now := s.db.now()
+		sale, err := r.Validate(now)
+		if err != nil {
+			return nil, err
+		}
+		items[i] = newSaleItem(*sale, 0, now)
+	}
+	return items, nil
 }
 
 // PrepareStatements prepares the sale write's statements.
@@ -58,14 +67,9 @@ func (s *SaleService) RecordTogether(ctx context.Context, reqs []ledger.SaleRequ
 	if err := s.stmts.prepare(ctx); err != nil {
 		panic(err)
 	}
-	items := make([]*saleItem, len(reqs))
-	for i, r := range reqs {
-		now := s.db.now()
-		sale, err := r.Validate(now)
-		if err != nil {
-			panic(err)
-		}
-		items[i] = newSaleItem(*sale, 0, now)
+	items, err := s.validItems(reqs)
+	if err != nil {
+		panic(err)
 	}
 	batched := len(items)
 	if err := s.recordBatch(ctx, slices.Clone(items)); err != nil {
