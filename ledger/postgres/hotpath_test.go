@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lib/pq"
+
 	"github.com/partnertrack/partnertrack/ledger"
 	"github.com/partnertrack/partnertrack/ledger/postgres/pgtest"
 )
@@ -46,6 +48,12 @@ const (
 	// the batch (it was two or three statements per refund, and two for
 	// the batch).
 	refundsBatchTrips = 4
+	// Refunds of partners without a balance account yet, alone or three
+	// in one batch: BEGIN, the read that finds the accounts missing,
+	// ROLLBACK, one statement that creates them all, then BEGIN, read,
+	// write, COMMIT. A batch took a read, three statements for the
+	// account and a write per partner (18 for three).
+	refundsNewPartnersTrips = 8
 )
 
 func TestHotPathRoundTrips(t *testing.T) {
@@ -156,6 +164,38 @@ func TestHotPathRoundTrips(t *testing.T) {
 			}
 			return errors.Join(errs...)
 		})
+	})
+	t.Run("RefundsOfPartnersWithoutBalanceAccounts", func(t *testing.T) {
+		var ins []ledger.RefundInput
+		var partners []int64
+		for i := 0; i < 4; i++ {
+			p := b.anotherPartner(t, w)
+			txn, _ := b.sold(t, p, 10000)
+			ins = append(ins, ledger.RefundInput{ProgramID: w.program.ID, TransactionID: txn, AmountCents: 1000, Source: ledger.SourceAPI})
+			partners = append(partners, p.partnerID)
+		}
+		measure(t, refundsNewPartnersTrips, func() error {
+			res, err := b.refunds.ApplyRefund(ctx, ins[0])
+			if err == nil && res.Status != ledger.RefundRefunded {
+				err = fmt.Errorf("lone refund %s, want %s", res.Status, ledger.RefundRefunded)
+			}
+			return err
+		})
+		measure(t, refundsNewPartnersTrips, func() error {
+			results, errs, batched := b.refunds.ApplyTogether(ctx, ins[1:])
+			if batched != len(ins)-1 {
+				return fmt.Errorf("%d of %d refunds batched", batched, len(ins)-1)
+			}
+			for i, res := range results {
+				if errs[i] == nil && res.Status != ledger.RefundRefunded {
+					errs[i] = fmt.Errorf("refund %d %s, want %s", i, res.Status, ledger.RefundRefunded)
+				}
+			}
+			return errors.Join(errs...)
+		})
+		if n := b.count(t, `SELECT count(*) FROM balance_accounts WHERE partner_id = ANY ($1)`, pq.Array(partners)); n != len(partners) {
+			t.Fatalf("%d balance accounts for the %d partners, want one each", n, len(partners))
+		}
 	})
 	t.Run("PartialRefundOfPendingCommission", func(t *testing.T) {
 		txn, _ := b.sold(t, w, 10000)

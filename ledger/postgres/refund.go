@@ -5,8 +5,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/jmoiron/sqlx"
-
 	"github.com/partnertrack/partnertrack/ledger"
 	"github.com/partnertrack/partnertrack/ledger/groupcommit"
 )
@@ -70,13 +68,11 @@ func (s *RefundService) ApplyRefund(ctx context.Context, in ledger.RefundInput) 
 // applyAlone applies a refund in a transaction of its own. A write that
 // fails returns its error with nothing stored.
 func (s *RefundService) applyAlone(ctx context.Context, in ledger.RefundInput, now time.Time) (*ledger.RefundResult, error) {
-	var res *ledger.RefundResult
-	var msgs []ledger.OutboxMessage
-	err := s.db.Transact(ctx, func(tx *sqlx.Tx) error {
-		var err error
-		res, msgs, err = applyRefund(ctx, tx, s.stmts, in, now)
-		return err
-	})
+	it := &refundItem{in: in, now: now}
+	if err := applyOwn(ctx, s.db, s.stmts, []*refundItem{it}); err != nil {
+		return nil, err
+	}
+	res, msgs, err := it.outcome()
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +115,7 @@ func (s *RefundService) flushRefunds(items []*batchedRefund) error {
 	for i, it := range items {
 		refunds[i] = &it.refundItem
 	}
-	err := s.db.Transact(ctx, func(tx *sqlx.Tx) error { return applyRefunds(ctx, tx, s.stmts, refunds) })
+	err := applyOwn(ctx, s.db, s.stmts, refunds)
 	for _, it := range items {
 		switch {
 		case err != nil:
