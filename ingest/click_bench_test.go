@@ -72,3 +72,16 @@ func BenchmarkClickBody(b *testing.B) {
 		clickBody("01hzzzzzzzzzzzzzzzzzzzzzzz", "partner-"+strconv.Itoa(i%10), 90)
 	}
 }
+
+// BenchmarkParseLean reads a tracker's click body: validation and the
+// one pass over its members.
+func BenchmarkParseLean(b *testing.B) {
+	c, release := fiberCtx(clickBody330)
+	defer release()
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if _, err := parseLean(c); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,7 +1,9 @@
 package ingest
 
 import (
+	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/gofiber/fiber/v2"
@@ -93,5 +95,38 @@ func FuzzLeanFieldsMatchFields(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body string) {
 		compareDecoders(t, body)
+	})
+}
+
+// jsonCorpus adds to leanCorpus the inputs where validators tend to
+// differ from the standard: numbers, escapes, control bytes and trailing
+// text.
+var jsonCorpus = append([]string{`{"a":1.}`, `{"a":.5}`, `{"a":1e}`, `{"a":1e+}`, `{"a":-}`, `{"a":-01}`, `{"a":0x1}`,
+	`{"a":"\x"}`, `{"a":"\u00"}`, `{"a":"\u00g0"}`, "{\"a\":\"\x01\"}", "{\"a\":\"\x7f\"}", "{\"a\":\v1}",
+	`{"a":[1,2,]}`, `{"a":1,}`, `{,"a":1}`, `{"a" 1}`, `{"a":tru}`, `{"a":nul}`, `{}x`, `{"a":1}{}`, `{} `,
+	`{"a":"\ud800"}`, `{"a":-0.0e+1}`, `{'a':1}`, `{a:1}`, "{\"a\":1}\x00"}, leanCorpus...)
+
+func TestValidJSONMatchesStandard(t *testing.T) {
+	bodies := append([]string{}, jsonCorpus...)
+	// Nesting on both sides of the standard's depth limit.
+	for _, depth := range []int{9998, 9999, 10000, 10001, 12000} {
+		bodies = append(bodies, `{"a":`+strings.Repeat("[", depth)+strings.Repeat("]", depth)+`}`,
+			`{"a":`+strings.Repeat(`{"b":`, depth)+`1`+strings.Repeat("}", depth)+`}`)
+	}
+	for _, body := range bodies {
+		if got, want := validJSON([]byte(body)), json.Valid([]byte(body)); got != want {
+			t.Errorf("validJSON = %v, json.Valid = %v, body %.60q (%d bytes)", got, want, body, len(body))
+		}
+	}
+}
+
+func FuzzValidJSONMatchesStandard(f *testing.F) {
+	for _, body := range jsonCorpus {
+		f.Add(body)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		if got, want := validJSON([]byte(body)), json.Valid([]byte(body)); got != want {
+			t.Fatalf("validJSON = %v, json.Valid = %v, body %q", got, want, body)
+		}
 	})
 }
