@@ -55,6 +55,7 @@ func BenchmarkClickHandler(b *testing.B) {
 			n++ // every request from another client: no rate limit in the way
 			binary.BigEndian.PutUint32(ip[:], n)
 			ctx.Init(&req, proxy, nil)
+			ctx.ResetUserValues() // as the server does between requests
 			ctx.Request.Header.Set("X-Forwarded-For", netip.AddrFrom4(ip).String())
 			ctx.Request.SetBodyString(clickBody330)
 			handler(&ctx)

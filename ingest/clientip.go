@@ -7,12 +7,26 @@ import (
 	"github.com/gofiber/fiber/v2"
 )
 
-// clientIP returns the caller's address. X-Forwarded-For is believed only
+type clientIPKey struct{}
+
+// clientIP returns the caller's address (see resolveClientIP), worked out
+// once a request: the rate limiter, the click's enrichment and the access
+// log each ask for it.
+func (s *Server) clientIP(c *fiber.Ctx) string {
+	if ip, ok := c.Locals(clientIPKey{}).(string); ok {
+		return ip
+	}
+	ip := s.resolveClientIP(c)
+	c.Locals(clientIPKey{}, ip)
+	return ip
+}
+
+// resolveClientIP returns the caller's address. X-Forwarded-For is believed only
 // when the connection comes from a trusted proxy, and is read from the
 // right: each hop appends the address it saw, so the rightmost address
 // that is not a trusted proxy is the client (everything left of it may be
 // forged).
-func (s *Server) clientIP(c *fiber.Ctx) string {
+func (s *Server) resolveClientIP(c *fiber.Ctx) string {
 	remote, ok := netip.AddrFromSlice(c.Context().RemoteIP())
 	if !ok {
 		return c.Context().RemoteIP().String()
