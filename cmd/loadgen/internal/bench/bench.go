@@ -139,7 +139,9 @@ func Run(ctx context.Context, cfg Config) (doc Document, err error) {
 	// The load the bench started under, in its first line and its first
 	// note: a busy machine lowers every figure, and the bench says so
 	// rather than repeating anything.
-	loadLine := loadStatement(loadAverage())
+	avg, known := loadAverage()
+	busy, busyKnown := startBusy(ctx)
+	loadLine := loadStatement(avg, known, busy, busyKnown)
 	b.say("%s", loadLine)
 	b.note("%s", loadLine)
 	switch {
@@ -464,17 +466,50 @@ func loadAverage() (float64, bool) {
 // work than the bench's own taking the cores.
 const busyLoad = 1.0
 
-// loadStatement is what the bench says of the load average it started
-// under.
-func loadStatement(avg float64, known bool) string {
+// busyShare is the share of the cores' time, over the second before the
+// first phase, above which other work was running then. The load average
+// decays over minutes: right after a build (make bench compiles the load
+// generator first, the bench the service) it reads above busyLoad on a
+// machine that is idle again.
+const busyShare = 0.25
+
+// startBusy is the share of the cores' time that was busy over the second
+// before the bench began (false when /proc/stat cannot be read).
+func startBusy(ctx context.Context) (float64, bool) {
+	before, err := stack.ReadCPU()
+	if err != nil {
+		return 0, false
+	}
+	select {
+	case <-ctx.Done():
+		return 0, false
+	case <-time.After(time.Second):
+	}
+	after, err := stack.ReadCPU()
+	if err != nil {
+		return 0, false
+	}
+	return after.Sub(before).BusyShare(), true
+}
+
+// loadStatement is what the bench says of the load it started under: the
+// load average, and how busy the cores were in the second before it.
+func loadStatement(avg float64, known bool, busy float64, busyKnown bool) string {
+	cores := ""
+	if busyKnown {
+		cores = fmt.Sprintf("; the cores were %.0f %% busy in the second before it", 100*busy)
+	}
 	switch {
 	case !known:
-		return "Load average (1 min) unknown when the bench started (no /proc/loadavg)."
+		return "Load average (1 min) unknown when the bench started (no /proc/loadavg)" + cores + "."
+	case avg > busyLoad && busyKnown && busy <= busyShare:
+		return fmt.Sprintf("Load average (1 min) %.2f when the bench started, above %g%s: the average still counted work "+
+			"that had ended (such as the build of the bench itself), and the machine was idle.", avg, busyLoad, cores)
 	case avg > busyLoad:
-		return fmt.Sprintf("Load average (1 min) %.2f when the bench started: above %g, other work was already using the cores, "+
-			"and the figures are lower and noisier than on an idle machine (the bench repeats nothing for it).", avg, busyLoad)
+		return fmt.Sprintf("Load average (1 min) %.2f when the bench started%s: above %g, other work was already using the cores, "+
+			"and the figures are lower and noisier than on an idle machine (the bench repeats nothing for it).", avg, cores, busyLoad)
 	}
-	return fmt.Sprintf("Load average (1 min) %.2f when the bench started (at most %g: an idle machine).", avg, busyLoad)
+	return fmt.Sprintf("Load average (1 min) %.2f when the bench started (at most %g: an idle machine)%s.", avg, busyLoad, cores)
 }
 
 func mb(n int64) string { return strconv.FormatInt(n/(1<<20), 10) + " MB" }

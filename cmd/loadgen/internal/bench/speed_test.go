@@ -23,24 +23,28 @@ func TestMachineSpeedNamesOnlyTheCeilingsMeasured(t *testing.T) {
 
 func TestLoadStatementSaysABusyStart(t *testing.T) {
 	for _, c := range []struct {
-		desc  string
-		avg   float64
-		known bool
-		want  string
-		busy  bool
+		desc     string
+		avg      float64
+		known    bool
+		cpu      float64
+		cpuKnown bool
+		want     string
+		busy     bool
 	}{
-		{"Idle", 0.42, true, "Load average (1 min) 0.42 when the bench started (at most 1", false},
-		{"IdleAtOne", 1.0, true, "Load average (1 min) 1.00 when the bench started (at most 1", false},
-		{"Busy", 2.38, true, "Load average (1 min) 2.38 when the bench started: above 1, other work", true},
-		{"Unknown", 0, false, "Load average (1 min) unknown", false},
+		{"Idle", 0.42, true, 0.02, true, "Load average (1 min) 0.42 when the bench started (at most 1: an idle machine); the cores were 2 % busy", false},
+		{"IdleAtOne", 1.0, true, 0, false, "Load average (1 min) 1.00 when the bench started (at most 1: an idle machine).", false},
+		{"Busy", 2.38, true, 0.61, true, "Load average (1 min) 2.38 when the bench started; the cores were 61 % busy in the second before it: above 1, other work", true},
+		{"BusyCoresUnknown", 2.38, true, 0, false, "Load average (1 min) 2.38 when the bench started: above 1, other work", true},
+		{"AfterABuild", 2.13, true, 0.03, true, "Load average (1 min) 2.13 when the bench started, above 1; the cores were 3 % busy in the second before it: the average still counted work that had ended", false},
+		{"Unknown", 0, false, 0.5, true, "Load average (1 min) unknown when the bench started (no /proc/loadavg); the cores were 50 % busy", false},
 	} {
 		t.Run(c.desc, func(t *testing.T) {
-			got := loadStatement(c.avg, c.known)
+			got := loadStatement(c.avg, c.known, c.cpu, c.cpuKnown)
 			if !strings.HasPrefix(got, c.want) {
-				t.Fatalf("loadStatement(%v, %v) = %q, want it to start %q", c.avg, c.known, got, c.want)
+				t.Fatalf("loadStatement = %q, want it to start %q", got, c.want)
 			}
 			if busy := strings.Contains(got, "lower and noisier"); busy != c.busy {
-				t.Fatalf("loadStatement(%v, %v) = %q: says the machine was busy %v, want %v", c.avg, c.known, got, busy, c.busy)
+				t.Fatalf("loadStatement = %q: says the machine was busy %v, want %v", got, busy, c.busy)
 			}
 		})
 	}
