@@ -21,11 +21,11 @@ func (s *Server) clientIP(c *fiber.Ctx) string {
 	return ip
 }
 
-// resolveClientIP returns the caller's address. X-Forwarded-For is believed only
-// when the connection comes from a trusted proxy, and is read from the
-// right: each hop appends the address it saw, so the rightmost address
-// that is not a trusted proxy is the client (everything left of it may be
-// forged).
+// resolveClientIP returns the caller's address. X-Forwarded-For is
+// believed only when the connection comes from a trusted proxy, and is
+// read from the right: each hop appends the address it saw, so the
+// rightmost address that is not a trusted proxy is the client (everything
+// left of it may be forged).
 func (s *Server) resolveClientIP(c *fiber.Ctx) string {
 	remote, ok := netip.AddrFromSlice(c.Context().RemoteIP())
 	if !ok {

@@ -16,8 +16,9 @@ import (
 // same accessors with the same meaning, read without building a map of
 // raw messages and without reflection for plain strings, which together
 // cost most of a click's CPU. The body is checked by a strict validator
-// (validJSON), then one pass notes where each member's value lies; each accessor reads its value exactly as fields reads the
-// same bytes (encoding/json decodes any string holding an escape).
+// (validJSON), then one pass notes where each member's value lies; each
+// accessor reads its value exactly as fields reads the same bytes
+// (encoding/json decodes any string holding an escape).
 // TestLeanFieldsMatchFields and FuzzLeanFieldsMatchFields hold the two to
 // the same answers.
 type leanFields struct {
@@ -67,8 +68,8 @@ const stdDepthBytes = 2 * 10001
 // past the standard's depth limit, which gjson does not have, and takes
 // a quarter of its time on a click (the largest single cost of the
 // handler with the standard's); a body long enough to nest that deep is
-// left to the standard. TestValidJSONMatchesStandard and the fuzzing of
-// the lean fields hold the two to the same answers.
+// left to the standard. TestValidJSONMatchesStandard and
+// FuzzValidJSONMatchesStandard hold the two to the same answers.
 func validJSON(body []byte) bool {
 	if len(body) < stdDepthBytes {
 		return gjson.ValidBytes(body)
