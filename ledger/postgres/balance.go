@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 	"github.com/shopspring/decimal"
 
 	"github.com/partnertrack/partnertrack/ledger"
@@ -29,12 +30,27 @@ func lockBalanceAccount(ctx context.Context, tx *sqlx.Tx, partnerID int64, c led
 	if !errors.Is(err, sql.ErrNoRows) {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, `
-		INSERT INTO balance_accounts (partner_id, currency, created_at) VALUES ($1, $2, $3)
-		ON CONFLICT (partner_id, currency) DO NOTHING`, partnerID, string(c), now); err != nil {
+	if err := createBalanceAccounts(ctx, tx, []accountKey{{partnerID, string(c)}}, now); err != nil {
 		return err
 	}
 	return tx.QueryRowContext(ctx, lock, partnerID, string(c)).Scan(&id)
+}
+
+// createBalanceAccounts creates those of accounts that do not exist, in
+// lock order. Outside a transaction (applyOwn) it is a statement of its
+// own that holds no other lock: it waits at most for another transaction
+// creating the same account.
+func createBalanceAccounts(ctx context.Context, db sqlx.ExecerContext, accounts []accountKey, now time.Time) error {
+	partners, currencies := make([]int64, len(accounts)), make([]string, len(accounts))
+	for i, a := range accounts {
+		partners[i], currencies[i] = a.partnerID, a.currency
+	}
+	_, err := db.ExecContext(ctx, `
+		INSERT INTO balance_accounts (partner_id, currency, created_at)
+		SELECT a.partner_id, a.currency, $3 FROM unnest($1::bigint[], $2::text[]) AS a (partner_id, currency)
+		ORDER BY 1, 2
+		ON CONFLICT (partner_id, currency) DO NOTHING`, pq.Array(partners), pq.Array(currencies), now)
+	return err
 }
 
 // balanceEntry is one append-only line of a partner's balance.

@@ -287,22 +287,6 @@ func applyOwn(ctx context.Context, db *DB, stmts *preparedStatements, items []*r
 	return db.Transact(ctx, func(tx *sqlx.Tx) error { return applyRefunds(ctx, tx, stmts, items, false) })
 }
 
-// createBalanceAccounts creates the accounts that do not exist, in lock
-// order, in a statement of its own that holds no other lock: it waits at
-// most for another transaction creating the same account.
-func createBalanceAccounts(ctx context.Context, db *DB, accounts []accountKey, now time.Time) error {
-	partners, currencies := make([]int64, len(accounts)), make([]string, len(accounts))
-	for i, a := range accounts {
-		partners[i], currencies[i] = a.partnerID, a.currency
-	}
-	_, err := db.ExecContext(ctx, `
-		INSERT INTO balance_accounts (partner_id, currency, created_at)
-		SELECT a.partner_id, a.currency, $3 FROM unnest($1::bigint[], $2::text[]) AS a (partner_id, currency)
-		ORDER BY 1, 2
-		ON CONFLICT (partner_id, currency) DO NOTHING`, pq.Array(partners), pq.Array(currencies), now)
-	return err
-}
-
 // applyRefunds applies refunds in tx, round by round, and leaves each
 // one's answer and outbox messages on it. An error rolls everything back.
 // With giveUp, a first round that finds balance accounts missing returns
