@@ -16,7 +16,11 @@ import (
 // half a second of a core at 600 k clicks, once a second, taken from the
 // system it measures. The statistics lag the inserts by up to about a
 // second, so a sampled backlog is at most a second of load too high,
-// never too low. Nothing else inserts clicks during the phase.
+// never too low. Nothing else inserts clicks during the phase. The
+// starting point is the larger of the statistics and a count of the
+// rows (clicksBase): a backend that went idle may report the inserts of
+// the phase before only some seconds later, which would otherwise be
+// taken for this phase's and read the backlog low.
 type backlogSampler struct {
 	b        *bench
 	before   int64 // clicksInserted when the phase began
@@ -60,6 +64,22 @@ func (b *bench) clicksInserted(ctx context.Context) (int64, error) {
 		SELECT COALESCE(sum(n_tup_ins), 0)::bigint FROM pg_stat_user_tables
 		WHERE relid IN (SELECT inhrelid FROM pg_inherits WHERE inhparent = 'clicks'::regclass)`).Scan(&n)
 	return n, err
+}
+
+// clicksBase is where a backlog sampler starts: the inserts the
+// statistics report, or the rows in the clicks table if more (the
+// statistics of the last inserts still unreported), so that a late
+// report can only read the backlog high.
+func (b *bench) clicksBase(ctx context.Context) (int64, error) {
+	inserted, err := b.clicksInserted(ctx)
+	if err != nil {
+		return 0, err
+	}
+	var rows int64
+	if err := b.db.QueryRowContext(ctx, `SELECT count(*) FROM clicks`).Scan(&rows); err != nil {
+		return 0, err
+	}
+	return max(inserted, rows), nil
 }
 
 // settle waits, before a measured phase, until the worker has no task

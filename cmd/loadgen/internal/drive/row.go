@@ -72,6 +72,9 @@ func Statuses(m map[int]int64) string {
 
 // Mode describes how a run was driven.
 func (r *Result) Mode() string {
+	if r.Rate > 0 && r.Conns > 0 {
+		return fmt.Sprintf("%s fixed, pool %d on %d conns", Rate(r.Rate), r.Workers, r.Conns)
+	}
 	if r.Rate > 0 {
 		return fmt.Sprintf("%s fixed, pool %d", Rate(r.Rate), r.Workers)
 	}

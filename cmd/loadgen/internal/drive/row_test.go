@@ -45,3 +45,18 @@ func TestRowRatioAndLine(t *testing.T) {
 		t.Fatal("a row without ceiling has a ratio")
 	}
 }
+
+func TestModeNamesTheSharedConnections(t *testing.T) {
+	for _, c := range []struct {
+		res  Result
+		want string
+	}{
+		{Result{Workers: 64}, "max, 64 conns"},
+		{Result{Rate: 1000, Workers: 70}, "1000/s fixed, pool 70"},
+		{Result{Rate: 16000, Workers: 800, Conns: 64}, "16.0 k/s fixed, pool 800 on 64 conns"},
+	} {
+		if got := c.res.Mode(); got != c.want {
+			t.Errorf("Mode() = %q, want %q", got, c.want)
+		}
+	}
+}

@@ -37,8 +37,12 @@ func (stopError) Error() string { return "load: request source exhausted" }
 
 // Options shape a run.
 type Options struct {
-	Rate     float64       // requests per second; 0 runs as fast as Workers can
-	Workers  int           // connections (max mode) or pool size (rate mode)
+	Rate    float64 // requests per second; 0 runs as fast as Workers can
+	Workers int     // connections (max mode) or pool size (rate mode)
+	// Conns, in rate mode, is how many connections the pool's requests
+	// share when the client holds fewer than Workers (0: one each); it
+	// only names the run.
+	Conns    int
 	Duration time.Duration // how long requests are started
 	Limit    int64         // at most this many requests (0: no limit)
 	// Drain bounds how long past Duration a rate run may still send
@@ -86,6 +90,7 @@ func (wallClock) SleepUntil(ctx context.Context, t time.Time) bool {
 type Result struct {
 	Rate     float64 // the requested rate; 0 in max mode
 	Workers  int
+	Conns    int // Options.Conns
 	Started  time.Time
 	Elapsed  time.Duration // from the start to the last answer
 	Latency  *Histogram
@@ -156,7 +161,7 @@ func (r *Result) Add(o *Result) {
 		r.FirstErr = o.FirstErr
 	}
 	if r.Rate == 0 {
-		r.Rate, r.Workers = o.Rate, o.Workers
+		r.Rate, r.Workers, r.Conns = o.Rate, o.Workers, o.Conns
 	}
 }
 
@@ -236,7 +241,7 @@ func Run(ctx context.Context, opts Options, do Do) *Result {
 		}()
 	}
 	wg.Wait()
-	res := &Result{Rate: opts.Rate, Workers: opts.Workers, Started: start, Latency: NewHistogram(), Status: make(map[int]int64),
+	res := &Result{Rate: opts.Rate, Workers: opts.Workers, Conns: opts.Conns, Started: start, Latency: NewHistogram(), Status: make(map[int]int64),
 		SlowBySecond: make(map[int64]int64)}
 	last := start
 	for _, st := range states {
