@@ -54,7 +54,7 @@ soak:
 # corpus only). New crashers land in testdata/fuzz: keep them as seeds.
 FUZZTIME ?= 1m
 INGEST_FUZZ := FuzzSaleBody FuzzLeadBody FuzzRefundBody FuzzClickBody FuzzLeanFieldsMatchFields
-LEDGER_FUZZ := FuzzStorableJSON FuzzReferralCode
+LEDGER_FUZZ := FuzzStorableJSON FuzzReferralCode FuzzQueryValueMatchesParseQuery
 STRIPE_FUZZ := FuzzDecodeEvent
 fuzz:
 	@for f in $(INGEST_FUZZ); do echo "== ingest $$f"; $(GO) test ./ingest -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) || exit 1; done

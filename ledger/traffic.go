@@ -56,31 +56,37 @@ func ReferralCode(affiliateURL string) (string, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return "", NewError(EInvalid, MsgAffiliateURLInvalid)
 	}
-	q, err := url.ParseQuery(u.RawQuery)
-	if err != nil {
-		// A stray '%' in one pair must not hide a well-formed aff pair.
-		q = lenientQuery(u.RawQuery)
-	}
 	for _, name := range []string{ReferralParam, ViaParam} {
-		if code := strings.TrimSpace(q.Get(name)); code != "" {
+		if code := strings.TrimSpace(queryValue(u.RawQuery, name)); code != "" {
 			return code, nil
 		}
 	}
 	return "", NewError(EInvalid, MsgNoAffParameter)
 }
 
-// lenientQuery parses the pairs of a query that decode and skips the rest.
-func lenientQuery(raw string) url.Values {
-	out := url.Values{}
-	for _, pair := range strings.Split(raw, "&") {
+// queryValue returns the first value of name in a raw query, as
+// url.ParseQuery(raw).Get(name) would, except that a pair that does not
+// decode is skipped rather than failing the query (a stray '%' in one
+// pair must not hide a well-formed aff pair). It reads the one parameter
+// instead of building the whole query's map: it runs on every click.
+func queryValue(raw, name string) string {
+	for raw != "" {
+		var pair string
+		pair, raw, _ = strings.Cut(raw, "&")
 		k, v, _ := strings.Cut(pair, "=")
-		k, err1 := url.QueryUnescape(k)
-		v, err2 := url.QueryUnescape(v)
-		if err1 == nil && err2 == nil {
-			out.Add(k, v)
+		if k != name {
+			if !strings.ContainsAny(k, "%+") {
+				continue
+			}
+			if uk, err := url.QueryUnescape(k); err != nil || uk != name {
+				continue
+			}
+		}
+		if uv, err := url.QueryUnescape(v); err == nil {
+			return uv
 		}
 	}
-	return out
+	return ""
 }
 
 // ClipText makes a caller's text storable: valid UTF-8 (invalid bytes

@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"net/url"
 	"strings"
 	"testing"
 )
@@ -66,4 +67,60 @@ func FuzzReferralCode(f *testing.F) {
 			t.Fatalf("unexpected error kind for %q: %v", s, err)
 		}
 	})
+}
+
+// referenceQueryValue is what ReferralCode read before queryValue: the
+// whole query parsed by net/url, or, when a pair does not decode, every
+// pair that does.
+func referenceQueryValue(raw, name string) string {
+	q, err := url.ParseQuery(raw)
+	if err != nil {
+		q = url.Values{}
+		for _, pair := range strings.Split(raw, "&") {
+			k, v, _ := strings.Cut(pair, "=")
+			k, err1 := url.QueryUnescape(k)
+			v, err2 := url.QueryUnescape(v)
+			if err1 == nil && err2 == nil {
+				q.Add(k, v)
+			}
+		}
+	}
+	return q.Get(name)
+}
+
+func TestQueryValueMatchesParseQuery(t *testing.T) {
+	for _, raw := range []string{"", "aff=x", "aff", "aff=", "=x&aff=y", "aff=%zz&aff=y", "a%66f=x", "af%66=x&aff=y",
+		"aff=a+b", "a+ff=x", "aff=x;y", "q=1;aff=x", "q=100%&aff=pat4", "aff=&aff=x", "&&aff=x&", "via=b&aff=a",
+		"AFF=x", "aff=x=y", "%=1&aff=2", "aff%3Dx=1", "aff=%E2%82%AC"} {
+		for _, name := range []string{ReferralParam, ViaParam} {
+			if got, want := queryValue(raw, name), referenceQueryValue(raw, name); got != want {
+				t.Errorf("queryValue(%q, %q) = %q, want %q", raw, name, got, want)
+			}
+		}
+	}
+}
+
+func FuzzQueryValueMatchesParseQuery(f *testing.F) {
+	for _, s := range []string{"aff=x", "q=100%&aff=y", "a%66f=x;z", "via=+&aff=%41"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		for _, name := range []string{ReferralParam, ViaParam} {
+			if got, want := queryValue(raw, name), referenceQueryValue(raw, name); got != want {
+				t.Fatalf("queryValue(%q, %q) = %q, want %q", raw, name, got, want)
+			}
+		}
+	})
+}
+
+// BenchmarkReferralCode reads the code of a tracker's affiliate URL, as
+// every click does.
+func BenchmarkReferralCode(b *testing.B) {
+	const u = "https://shop.example.com/landing?aff=pat_k2j3h4&utm_source=newsletter&utm_medium=email&utm_campaign=spring"
+	b.ReportAllocs()
+	for b.Loop() {
+		if code, err := ReferralCode(u); err != nil || code != "pat_k2j3h4" {
+			b.Fatal(code, err)
+		}
+	}
 }
