@@ -67,9 +67,10 @@ fuzz:
 # and deleted at the end; the shared Redis is never flushed), plus private
 # redis-servers for the AOF comparison. Prints every figure as a ratio to
 # its ceiling, one line per target and "N passed, M failed", and rewrites
-# docs/performance.md. A missed target still exits 0 (the report is the
-# result); a broken run does not. BENCH_QUICK=1 runs short phases as a
-# smoke check (it writes nothing). Not part of make test.
+# docs/performance.md, keeping its log of full runs (one line each: the
+# date, the commit, the machine's speed and the verdict). A missed target
+# still exits 0 (the report is the result); a broken run does not.
+# BENCH_QUICK=1 runs short phases as a smoke check (it writes nothing). Not part of make test.
 # BENCH_ONLY runs some phases alone and prints their rows, targets and
 # notes (it writes nothing; BENCH_QUICK=1 shortens them too):
 #   BENCH_ONLY=redis-kill  the clicks through a Redis kill;

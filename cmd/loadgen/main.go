@@ -97,6 +97,10 @@ func benchCmd() *cobra.Command {
 				return fmt.Errorf("bench: %w", err)
 			}
 			if write != "" {
+				// The log of full runs carries over from the file written before.
+				if old, err := os.ReadFile(write); err == nil {
+					doc.History = bench.ParseHistory(string(old))
+				}
 				if err := os.WriteFile(write, []byte(doc.Markdown()), 0o644); err != nil {
 					return err
 				}

@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -186,7 +187,7 @@ func Run(ctx context.Context, cfg Config) (doc Document, err error) {
 		return doc, err
 	}
 	if len(b.ceil) > 0 {
-		b.fact("this machine's speed", machineSpeed(b.ceil))
+		b.fact(speedFact, machineSpeed(b.ceil))
 	}
 	if spent, ok := b.cpu.Total(); ok {
 		b.fact("CPU taken by the hypervisor", stolen(spent.StealShare()))
@@ -203,7 +204,7 @@ func Run(ctx context.Context, cfg Config) (doc Document, err error) {
 	}
 	fmt.Fprintln(cfg.Out, Summary(b.targets))
 	return Document{Command: cfg.Command, Date: start, Machine: machine(), Took: time.Since(start),
-		Notes: b.notes, Rows: b.rows, Facts: b.facts, Targets: b.targets}, nil
+		Notes: b.notes, Rows: b.rows, Facts: b.facts, Targets: b.targets, Commit: b.commit(), Start: startShort(avg, known, busy, busyKnown)}, nil
 }
 
 func (b *bench) say(format string, args ...any) { fmt.Fprintf(b.cfg.Out, format+"\n", args...) }
@@ -490,6 +491,33 @@ func startBusy(ctx context.Context) (float64, bool) {
 		return 0, false
 	}
 	return after.Sub(before).BusyShare(), true
+}
+
+// startShort is loadStatement's figures for the log of full runs.
+func startShort(avg float64, known bool, busy float64, busyKnown bool) string {
+	parts := []string{"load unknown"}
+	if known {
+		parts[0] = fmt.Sprintf("load %.2f", avg)
+	}
+	if busyKnown {
+		parts = append(parts, fmt.Sprintf("cores %.0f %% busy", 100*busy))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// commit names the checkout measured (git describe --always --dirty), and
+// says when the edge or worker measured were built elsewhere; "" without
+// git.
+func (b *bench) commit() string {
+	out, err := exec.Command("git", "-C", b.cfg.Repo, "describe", "--always", "--dirty", "--abbrev=7").Output()
+	if err != nil {
+		return ""
+	}
+	c := strings.TrimSpace(string(out))
+	if b.cfg.EdgeBin != "" || b.cfg.WorkerBin != "" {
+		c += " (edge or worker built elsewhere)"
+	}
+	return c
 }
 
 // loadStatement is what the bench says of the load it started under: the

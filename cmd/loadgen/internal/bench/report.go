@@ -46,6 +46,9 @@ type Document struct {
 	Rows    []drive.Row
 	Facts   [][2]string // other figures: name, value
 	Targets []Target
+	Commit  string   // the checkout measured (git describe), for the log of full runs
+	Start   string   // the load it started under, in short
+	History []string // the log's rows of the runs before (ParseHistory)
 }
 
 // Markdown renders the document.
@@ -96,6 +99,7 @@ func (d Document) Markdown() string {
 			fmt.Fprintf(&b, "| %s | %s |\n", f[0], f[1])
 		}
 	}
+	b.WriteString(d.history())
 	b.WriteString(`
 ## What each run is
 

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -51,5 +52,39 @@ func TestMarkdown(t *testing.T) {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md)
 		}
+	}
+}
+
+func TestFullRunsLogCarriesOver(t *testing.T) {
+	run := func(at time.Time, ok bool, history []string) string {
+		return Document{Command: "make bench", Date: at, Machine: "2 cores", Took: 540 * time.Second,
+			Facts:   [][2]string{{speedFact, "bare fiber 0.82×, fiber+enqueue 0.94× the issue's figures (83 k req/s)"}},
+			Targets: []Target{{Name: "a", OK: true}, {Name: "b", OK: ok}},
+			Commit:  "1c9b3fa", Start: "load 0.20, cores 1 % busy", History: history,
+		}.Markdown()
+	}
+	first := run(time.Date(2026, 11, 27, 21, 56, 0, 0, time.UTC), false, ParseHistory("# Performance\n\nno log yet\n"))
+	second := run(time.Date(2026, 11, 28, 0, 12, 0, 0, time.UTC), true, ParseHistory(first))
+	rows := ParseHistory(second)
+	want := []string{
+		"| 2026-11-28 00:12 UTC | 1c9b3fa | 9m0s | load 0.20, cores 1 % busy | bare fiber 0.82×, fiber+enqueue 0.94× | 2 passed, 0 failed |",
+		"| 2026-11-27 21:56 UTC | 1c9b3fa | 9m0s | load 0.20, cores 1 % busy | bare fiber 0.82×, fiber+enqueue 0.94× | 1 passed, 1 failed |",
+	}
+	if strings.Join(rows, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("log rows:\n%s\nwant:\n%s", strings.Join(rows, "\n"), strings.Join(want, "\n"))
+	}
+	if !strings.Contains(second, "\n## What each run is\n") {
+		t.Fatal("the sections after the log are gone")
+	}
+}
+
+func TestFullRunsLogKeepsTheNewest(t *testing.T) {
+	var history []string
+	for i := range historyKeep + 5 {
+		history = append(history, "| old run "+strconv.Itoa(i)+" |")
+	}
+	rows := ParseHistory(Document{Date: time.Now(), History: history}.Markdown())
+	if len(rows) != historyKeep || rows[1] != "| old run 0 |" || rows[historyKeep-1] != "| old run "+strconv.Itoa(historyKeep-2)+" |" {
+		t.Fatalf("kept %d rows: first old %q, last %q", len(rows), rows[1], rows[len(rows)-1])
 	}
 }

@@ -14,6 +14,9 @@ const (
 	issueRaw     = 2600
 )
 
+// speedFact names machineSpeed's line among the other figures.
+const speedFact = "this machine's speed"
+
 // machineSpeed tells how this run's ceilings compare with the issue's
 // (those it measured: a phase run alone may measure only the raw sale
 // transaction). The targets hold whatever the machine's speed: the ratio
