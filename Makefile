@@ -70,7 +70,8 @@ fuzz:
 # docs/performance.md, keeping its log of full runs (one line each: the
 # date, the commit, the machine's speed and the verdict). A missed target
 # still exits 0 (the report is the result); a broken run does not.
-# BENCH_QUICK=1 runs short phases as a smoke check (it writes nothing). Not part of make test.
+# BENCH_QUICK=1 runs short phases as a smoke check (it writes nothing).
+# Not part of make test.
 # BENCH_ONLY runs some phases alone and prints their rows, targets and
 # notes (it writes nothing; BENCH_QUICK=1 shortens them too):
 #   BENCH_ONLY=redis-kill  the clicks through a Redis kill;
