@@ -140,6 +140,7 @@ func Run(ctx context.Context, cfg Config) (doc Document, err error) {
 	// The load the bench started under, in its first line and its first
 	// note: a busy machine lowers every figure, and the bench says so
 	// rather than repeating anything.
+	commit := b.commit() // before the run, which takes minutes: the checkout measured
 	avg, known := loadAverage()
 	busy, busyKnown := startBusy(ctx)
 	loadLine := loadStatement(avg, known, busy, busyKnown)
@@ -204,7 +205,7 @@ func Run(ctx context.Context, cfg Config) (doc Document, err error) {
 	}
 	fmt.Fprintln(cfg.Out, Summary(b.targets))
 	return Document{Command: cfg.Command, Date: start, Machine: machine(), Took: time.Since(start),
-		Notes: b.notes, Rows: b.rows, Facts: b.facts, Targets: b.targets, Commit: b.commit(), Start: startShort(avg, known, busy, busyKnown)}, nil
+		Notes: b.notes, Rows: b.rows, Facts: b.facts, Targets: b.targets, Commit: commit, Start: startShort(avg, known, busy, busyKnown)}, nil
 }
 
 func (b *bench) say(format string, args ...any) { fmt.Fprintf(b.cfg.Out, format+"\n", args...) }
