@@ -85,7 +85,9 @@ fuzz:
 #                          cluster against one Redis, and with
 #                          REDIS_WAIT_REPLICAS=1 against 0;
 #   BENCH_ONLY=drain       the click worker draining a backlog with the
-#                          rollup trigger and without (issue 25).
+#                          rollup trigger and without (issue 25);
+#   BENCH_ONLY=aof         the ceilings, then click intake on a Redis
+#                          without persistence, AOF everysec, AOF always.
 # BENCH_EDGE_BIN and BENCH_WORKER_BIN measure binaries built from another
 # checkout instead (the database is migrated by this checkout's
 # partnerctl), to compare old and new code on the same machine in the

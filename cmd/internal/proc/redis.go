@@ -14,12 +14,13 @@ import (
 type RedisOptions struct {
 	Port int
 	Dir  string // its working directory (the append-only file)
-	// AppendOnly turns on the append-only file with appendfsync everysec,
-	// as docker-compose.yml runs Redis: what it acknowledged survives a
-	// crash of the process. Otherwise it persists nothing.
+	// AppendOnly turns on the append-only file with appendfsync everysec:
+	// what it acknowledged survives a crash of the process unless the
+	// disk was too slow (docs/ingestion.md). Otherwise it persists nothing.
 	AppendOnly bool
 	// FsyncAlways fsyncs the append-only file before every reply
-	// (appendfsync always) instead of once a second.
+	// (appendfsync always), as docker-compose.yml runs Redis, instead of
+	// once a second.
 	FsyncAlways bool
 	LogFile     string // also write its log to this file
 	// Args are further redis-server options (cluster mode, replicaof).

@@ -71,9 +71,11 @@ type alone struct {
 // sales and refunds at max and at the fixed rate), clicks (the HTTP
 // ceilings, then click intake at max twice around the sustained clicks),
 // listing (the event listing and the performance endpoint on the loaded
-// clicks), drain (the click worker's drain rate with and without the
-// rollup trigger) and redis-scale (click intake on a Redis Cluster and with
-// REDIS_WAIT_REPLICAS, after the HTTP ceilings).
+// clicks), aof (the HTTP ceilings, then click intake on Redis without
+// persistence, AOF everysec and AOF always), drain (the click worker's
+// drain rate with and without the rollup trigger) and redis-scale (click
+// intake on a Redis Cluster and with REDIS_WAIT_REPLICAS, after the HTTP
+// ceilings).
 var Phases = map[string]alone{
 	"clicks":      {ceilings: true, run: (*bench).clicksAlone},
 	"redis-scale": {ceilings: true, run: (*bench).redisScale},
@@ -81,6 +83,7 @@ var Phases = map[string]alone{
 	"money":       {raw: true, run: (*bench).money},
 	"listing":     {run: (*bench).listingAlone},
 	"drain":       {run: (*bench).drainAlone},
+	"aof":         {ceilings: true, run: (*bench).aofAlone},
 }
 
 // bench is one run.

@@ -43,6 +43,24 @@ func (b *bench) clicksAlone(ctx context.Context) error {
 	return b.clickIntake(ctx, n, w)
 }
 
+// aofAlone runs the AOF comparison alone, on programs of its own.
+func (b *bench) aofAlone(ctx context.Context) error {
+	n, err := b.startNode("bench", b.cfg.RedisURL, true)
+	if err != nil {
+		return err
+	}
+	defer n.stop()
+	pw, err := drive.Provision(ctx, drive.NewClient(n.addr, 4), drive.ProvisionOptions{OperatorToken: b.opToken, Tag: b.tag,
+		Programs: len(aofModes), SeedClicks: 2, Concurrency: 2})
+	if err != nil {
+		return fmt.Errorf("provision: %w", err)
+	}
+	w := &world{World: pw}
+	copy(w.aof[:], pw.Programs)
+	b.say("== Redis AOF")
+	return b.aofCost(ctx, w)
+}
+
 // provisionClicks creates only the two programs the click phases use
 // (clicks at max, sustained), with their seed clicks in Postgres.
 func (b *bench) provisionClicks(ctx context.Context, n *node) (*world, error) {

@@ -17,7 +17,7 @@ import (
 const outageRate = 1000
 
 // redisKill runs clicks at outageRate against an edge and a worker on a
-// private Redis (AOF everysec, as docker-compose runs it), kills Redis
+// private Redis (AOF always, as docker-compose runs it), kills Redis
 // (SIGKILL) for the plan's outage and restarts it, and measures the click
 // latency over the whole run from the intended send times. Every
 // accepted click must then be in Postgres exactly once.
@@ -26,7 +26,7 @@ func (b *bench) redisKill(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	r, err := stack.StartRedis(dir, true, b.tmp)
+	r, err := stack.StartRedis(dir, stack.AOFAlways, b.tmp)
 	if err != nil {
 		return err
 	}
@@ -61,7 +61,7 @@ func (b *bench) redisKill(ctx context.Context) error {
 		case <-time.After(outage):
 		case <-ctx.Done():
 		}
-		r2, err := stack.StartRedisOn(r.Port, dir, true, b.tmp)
+		r2, err := stack.StartRedisOn(r.Port, dir, stack.AOFAlways, b.tmp)
 		if err == nil {
 			b.procs = append(b.procs, r2.Process)
 		}
@@ -75,7 +75,7 @@ func (b *bench) redisKill(ctx context.Context) error {
 	}
 	took, got, ok := b.waitClicks(ctx, p.ID, before+res.Success(), b.p.drainWait)
 	stored := got - before
-	note := fmt.Sprintf("edge and worker on a private Redis (AOF everysec), killed (SIGKILL) %s into the run for %s; "+
+	note := fmt.Sprintf("edge and worker on a private Redis (AOF always), killed (SIGKILL) %s into the run for %s; "+
 		"%d accepted clicks, %d in Postgres %s after the load; slower than %s by second: %s",
 		steady, outage, res.Success(), stored, took.Round(10*time.Millisecond), drive.Ms(targets.outage.p99), res.SlowSeconds())
 	name := fmt.Sprintf("clicks at %s through a %s Redis kill", drive.Rate(outageRate), outage)

@@ -25,12 +25,12 @@ type plan struct {
 func planFor(quick bool) plan {
 	if quick {
 		return plan{ceiling: 2 * time.Second, raw: 2 * time.Second, saleMax: 3 * time.Second,
-			saleRateFor: 5 * time.Second, aux: 2 * time.Second, clickMax: 4 * time.Second, aof: 2 * time.Second,
+			saleRateFor: 5 * time.Second, aux: 2 * time.Second, clickMax: 4 * time.Second, aof: 1300 * time.Millisecond,
 			sustained: 8 * time.Second, listingClicks: 1_000_000, probe: 200 * time.Millisecond, listing: 3 * time.Second,
 			performance: 3 * time.Second, drainWait: 60 * time.Second, drainClicks: 10_000, outage: 3 * time.Second, outageSteady: time.Second}
 	}
 	return plan{ceiling: 10 * time.Second, raw: 10 * time.Second, saleMax: 10 * time.Second,
-		saleRateFor: 20 * time.Second, aux: 5 * time.Second, clickMax: 10 * time.Second, aof: 6 * time.Second,
+		saleRateFor: 20 * time.Second, aux: 5 * time.Second, clickMax: 10 * time.Second, aof: 4 * time.Second,
 		sustained: 60 * time.Second, listingClicks: 10_000_000, probe: time.Second, listing: 10 * time.Second,
 		performance: 6 * time.Second, drainWait: 120 * time.Second, drainClicks: 300_000, outage: 10 * time.Second, outageSteady: 3 * time.Second}
 }

@@ -51,7 +51,7 @@ func (b *bench) redisScale(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	single, err := stack.StartRedis(singleDir, false, b.tmp)
+	single, err := stack.StartRedis(singleDir, stack.NoPersistence, b.tmp)
 	if err != nil {
 		return err
 	}

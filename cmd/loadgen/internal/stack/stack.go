@@ -140,25 +140,49 @@ type Redis struct {
 	Port int
 }
 
-// StartRedis starts redis-server on a free port with its data in dir,
-// with AOF (appendfsync everysec) or without any persistence.
-func StartRedis(dir string, aof bool, logDir string) (*Redis, error) {
+// Persistence is how a private Redis keeps what it acknowledged.
+type Persistence int
+
+const (
+	// NoPersistence keeps nothing on disk (the CI Redis).
+	NoPersistence Persistence = iota
+	// AOFEverySec writes the append-only file before each reply and
+	// fsyncs it once a second.
+	AOFEverySec
+	// AOFAlways fsyncs the append-only file before each reply, as
+	// docker-compose.yml runs Redis.
+	AOFAlways
+)
+
+// String names the setting as a row does.
+func (p Persistence) String() string {
+	switch p {
+	case AOFEverySec:
+		return "AOF everysec"
+	case AOFAlways:
+		return "AOF always"
+	}
+	return "without persistence"
+}
+
+// StartRedis starts redis-server on a free port with its data in dir.
+func StartRedis(dir string, persist Persistence, logDir string) (*Redis, error) {
 	port, err := proc.FreePort()
 	if err != nil {
 		return nil, err
 	}
-	return StartRedisOn(port, dir, aof, logDir)
+	return StartRedisOn(port, dir, persist, logDir)
 }
 
 // StartRedisOn starts redis-server on port (again, after a Kill: with AOF
 // it reloads what it held).
-func StartRedisOn(port int, dir string, aof bool, logDir string) (*Redis, error) {
+func StartRedisOn(port int, dir string, persist Persistence, logDir string) (*Redis, error) {
 	name := "redis-noaof"
-	if aof {
+	if persist != NoPersistence {
 		name = "redis-aof"
 	}
-	p, err := proc.StartRedis(proc.RedisOptions{Port: port, Dir: dir, AppendOnly: aof,
-		LogFile: filepath.Join(logDir, name+".log")})
+	p, err := proc.StartRedis(proc.RedisOptions{Port: port, Dir: dir, AppendOnly: persist != NoPersistence,
+		FsyncAlways: persist == AOFAlways, LogFile: filepath.Join(logDir, name+".log")})
 	if err != nil {
 		return nil, err
 	}
