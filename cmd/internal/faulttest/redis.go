@@ -15,14 +15,15 @@ import (
 
 // RedisOptions configure a Redis of a test's own.
 type RedisOptions struct {
-	// AppendOnly turns on the append-only file (appendfsync everysec, as
-	// docker-compose.yml runs Redis), so queued tasks survive a restart
-	// or a crash of the process.
+	// AppendOnly turns on the append-only file (appendfsync everysec
+	// unless FsyncAlways), so queued tasks survive a restart or, but for
+	// everysec's slow-disk window, a crash of the process.
 	AppendOnly bool
-	// FsyncAlways writes and fsyncs the file before every reply: nothing
-	// acknowledged is lost to a kill even while the disk is too busy for
-	// everysec's background fsync (then Redis postpones its writes up to
-	// 2 s and replies meanwhile; docs/ingestion.md).
+	// FsyncAlways writes and fsyncs the file before every reply, as
+	// docker-compose.yml runs Redis: nothing acknowledged is lost to a
+	// kill even while the disk is too busy for everysec's background
+	// fsync (then Redis postpones its writes up to 2 s and replies
+	// meanwhile; docs/ingestion.md).
 	FsyncAlways bool
 }
 

@@ -20,8 +20,9 @@ import (
 	"github.com/partnertrack/partnertrack/workers/redistest"
 )
 
-// TestFaultRedisCrashDuringClicks: Redis (with its append-only file, as
-// docker-compose runs it) is killed while clicks pour in, and comes back.
+// TestFaultRedisCrashDuringClicks: Redis (with its append-only file
+// fsynced before each reply, as docker-compose runs it) is killed while
+// clicks pour in, and comes back.
 // Clicks keep landing throughout: while Redis is away the edge writes each
 // batch straight to Postgres (its breaker opens on the first failed batch). No
 // worker runs during the load, so every click Redis acknowledged before
@@ -32,7 +33,7 @@ func TestFaultRedisCrashDuringClicks(t *testing.T) {
 	t.Parallel()
 	sc := report(t, "fault/redis-crash-during-clicks")
 	pg := pgtest.New(t)
-	rd := faulttest.StartRedis(t, faulttest.RedisOptions{AppendOnly: true})
+	rd := faulttest.StartRedis(t, faulttest.RedisOptions{AppendOnly: true, FsyncAlways: true})
 	st := ownStack(t, pg.URL, rd.URL())
 	e := st.startEdge(t, nil)
 	w := mustWorld(t, e.client, nil)

@@ -40,11 +40,10 @@ func TestFaultRedisHungUnderClickLoad(t *testing.T) {
 func clicksThroughRedisOutage(t *testing.T, name, how string, fail, recover func(*faulttest.Redis)) {
 	sc := report(t, name)
 	pg := pgtest.New(t)
-	// This scenario proves the edge's side (the breaker, the failover to
-	// Postgres, nothing acknowledged lost by it), so its Redis fsyncs
-	// before every reply: on a machine whose disk is busy with the rest of
-	// the suite, everysec's postponed writes (the documented slow-disk
-	// window) would otherwise lose a click to the kill now and then.
+	// Its Redis fsyncs before every reply, as docker-compose runs it:
+	// with everysec, on a disk busy with the rest of the suite, Redis
+	// postpones its writes (the slow-disk window of docs/ingestion.md)
+	// and a kill can lose an acknowledged click.
 	rd := faulttest.StartRedis(t, faulttest.RedisOptions{AppendOnly: true, FsyncAlways: true})
 	st := ownStack(t, pg.URL, rd.URL())
 	e := st.startEdge(t, nil)
