@@ -56,10 +56,12 @@ FUZZTIME ?= 1m
 INGEST_FUZZ := FuzzSaleBody FuzzLeadBody FuzzRefundBody FuzzClickBody FuzzLeanFieldsMatchFields
 LEDGER_FUZZ := FuzzStorableJSON FuzzReferralCode FuzzQueryValueMatchesParseQuery
 STRIPE_FUZZ := FuzzDecodeEvent
+TASKS_FUZZ := FuzzClickWireMatchesMarshal FuzzWireDecodesAsV1
 fuzz:
 	@for f in $(INGEST_FUZZ); do echo "== ingest $$f"; $(GO) test ./ingest -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) || exit 1; done
 	@for f in $(LEDGER_FUZZ); do echo "== ledger $$f"; $(GO) test ./ledger -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) || exit 1; done
 	@for f in $(STRIPE_FUZZ); do echo "== ledger/stripe $$f"; $(GO) test ./ledger/stripe -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) || exit 1; done
+	@for f in $(TASKS_FUZZ); do echo "== workers/tasks $$f"; $(GO) test ./workers/tasks -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) || exit 1; done
 
 # The performance figures of issue 10 (docs/performance.md): the HTTP
 # ceilings, the raw sale transaction, then the edge and worker built from

@@ -67,7 +67,7 @@ func runCmd() *cobra.Command {
 	f.StringVar(&o.OperatorToken, "operator-token", os.Getenv("OPERATOR_TOKEN"), "the edge's OPERATOR_TOKEN")
 	f.StringVar(&o.Kind, "kind", "click", "what to send: "+strings.Join(drive.Kinds, ", "))
 	f.Float64Var(&o.Rate, "rate", 0, "requests per second (0: as fast as --conns go)")
-	f.IntVar(&o.Conns, "conns", 0, "connections (default 64 at max, sized for the rate otherwise)")
+	f.IntVar(&o.Conns, "conns", 0, "connections (default 64 at max, one per sender at a rate; given with --rate, the senders share them as make bench's fixed-rate phases do)")
 	f.DurationVar(&o.Duration, "duration", 10*time.Second, "how long to send")
 	f.StringVar(&o.DatabaseURL, "database-url", "", "clicks: the edge's DATABASE_URL, to time until every accepted click is in Postgres")
 	f.DurationVar(&o.Settle, "settle", 2*time.Second, "pause after provisioning, so that the worker has written the seed clicks (make bench waits until the worker is idle)")

@@ -78,3 +78,32 @@ func BenchmarkEncodeClick(b *testing.B) {
 		EncodeClick(c)
 	}
 }
+
+// BenchmarkDecodeClickBatch decodes a batch of 32 clicks (the edge's
+// FlushEnough) as the click worker takes it, once per task.
+func BenchmarkDecodeClickBatch(b *testing.B) {
+	t := NewClickBatchTask(benchBatch(b, 32))
+	b.SetBytes(int64(len(t.Payload())))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := DecodeClickBatch(t); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// benchBatch is n encoded clicks as a browser on a landing page sends
+// them.
+func benchBatch(tb testing.TB, n int) [][]byte {
+	tb.Helper()
+	out := make([][]byte, n)
+	for i := range out {
+		c := wireClick("sess_k2j3h4g5f6_1732180000000")
+		c.ID = ledger.NewClickID(time.Date(2026, 11, 27, 8, 0, i, 0, time.UTC))
+		c.ReferrerURL = "https://news.example.org/article/12345?utm_source=feed"
+		c.GeoRegion = "ZH"
+		c.UserAgent = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36"
+		out[i], _ = EncodeClick(c)
+	}
+	return out
+}

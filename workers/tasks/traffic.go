@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/hibiken/asynq"
 
 	"github.com/partnertrack/partnertrack/ledger"
@@ -85,10 +86,18 @@ func EncodeClick(c *ledger.Click) ([]byte, error) {
 	return appendClickWire(make([]byte, 0, 128+n+n/4), c), nil
 }
 
+// The wire forms of clicks and visits are read with the JSON v2 decoder
+// (go-json-experiment/json, the design of encoding/json/v2): a batch of
+// clicks decodes 2.7 times as fast as with encoding/json, which took a
+// third of the click worker's CPU (docs/decisions.md). Where v2 is
+// stricter than v1 (member names matched exactly, no duplicate names,
+// valid UTF-8 only) nothing changes: the edge writes exact names once
+// each and valid UTF-8, as encoding/json did (TestWireDecodesAsV1).
+
 // DecodeClick reads a click's wire form.
 func DecodeClick(b []byte) (*ledger.Click, error) {
 	var w clickWire
-	if err := json.Unmarshal(b, &w); err != nil {
+	if err := jsonv2.Unmarshal(b, &w); err != nil {
 		return nil, err
 	}
 	return w.click()
@@ -118,7 +127,7 @@ func NewClickBatchTask(encoded [][]byte) *asynq.Task {
 // not retried.
 func DecodeClickBatch(t *asynq.Task) ([]ledger.Click, error) {
 	var ws []clickWire
-	if err := json.Unmarshal(t.Payload(), &ws); err != nil {
+	if err := jsonv2.Unmarshal(t.Payload(), &ws); err != nil {
 		return nil, fmt.Errorf("decode %s payload: %v: %w", t.Type(), err, asynq.SkipRetry)
 	}
 	out := make([]ledger.Click, 0, len(ws))
@@ -158,7 +167,7 @@ func NewVisitBatchTask(encoded [][]byte) *asynq.Task {
 // not retried.
 func DecodeVisitBatch(t *asynq.Task) ([]ledger.Visit, error) {
 	var ws []visitWire
-	if err := json.Unmarshal(t.Payload(), &ws); err != nil {
+	if err := jsonv2.Unmarshal(t.Payload(), &ws); err != nil {
 		return nil, fmt.Errorf("decode %s payload: %v: %w", t.Type(), err, asynq.SkipRetry)
 	}
 	out := make([]ledger.Visit, 0, len(ws))

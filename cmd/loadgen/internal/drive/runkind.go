@@ -42,6 +42,9 @@ const assumedMax = 4000
 
 // RunKind runs the load.
 func RunKind(ctx context.Context, o KindOptions) error {
+	// A rate with connections given: the senders share them, as make
+	// bench's fixed-rate phases do (a load balancer's connections).
+	shared := o.Rate > 0 && o.Conns > 0
 	if o.Conns <= 0 {
 		o.Conns = 64
 		if o.Rate > 0 {
@@ -90,6 +93,9 @@ func RunKind(ctx context.Context, o KindOptions) error {
 	}
 	c := NewClient(o.Addr, o.Conns)
 	opts := Options{Rate: o.Rate, Workers: o.Conns, Duration: o.Duration, Slow: o.Slow}
+	if shared {
+		opts.Workers, opts.Conns = 2*PoolSize(o.Rate), o.Conns
+	}
 	var do Do
 	switch o.Kind {
 	case "click":
