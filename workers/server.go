@@ -23,6 +23,10 @@ type Handlers struct {
 	Commissions ledger.CommissionService // commission approval after the hold
 	Inbox       *notify.Inbox            // in-app notifications
 	Traffic     ledger.TrafficStore      // click and visit batches
+	// Redis and Namespace let the click handler delete the pending
+	// records of the clicks it stored; a nil Redis leaves them to expire.
+	Redis     redis.UniversalClient
+	Namespace tasks.Namespace
 	// ClickBacklog counts the click batches waiting in the queues (the
 	// session tally yields to them); nil: the tally never yields.
 	ClickBacklog func(context.Context) (int, error)
@@ -49,7 +53,7 @@ func NewMux(h Handlers) *asynq.ServeMux {
 	mux.Handle(tasks.TypeHistoryPrune, &PruneHandler{Housekeeper: h.Housekeeper, Retention: ledger.DefaultRetention, Logger: h.Logger})
 	mux.Handle(tasks.TypeCommissionsApprove, &CommissionApprovalHandler{Commissions: h.Commissions, Logger: h.Logger})
 	mux.Handle(tasks.TypeNotificationDeliver, &NotificationHandler{Inbox: h.Inbox})
-	mux.Handle(tasks.TypeClickBatch, &ClickBatchHandler{Store: h.Traffic, Logger: h.Logger})
+	mux.Handle(tasks.TypeClickBatch, &ClickBatchHandler{Store: h.Traffic, Redis: h.Redis, Namespace: h.Namespace, Logger: h.Logger})
 	mux.Handle(tasks.TypeVisitBatch, &VisitBatchHandler{Store: h.Traffic, Logger: h.Logger})
 	mux.Handle(tasks.TypeWebhookDeliver, &WebhookHandler{Sender: h.Webhooks})
 	mux.Handle(tasks.TypeProcessorEvent, &ProcessorHandler{Events: h.Processor, Logger: h.Logger})

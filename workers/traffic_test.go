@@ -83,7 +83,7 @@ func (b *trafficBundle) server(t *testing.T, store ledger.TrafficStore, shutdown
 		ShutdownTimeout: shutdownTimeout,
 		RetryDelayFunc:  func(int, error, *asynq.Task) time.Duration { return 10 * time.Millisecond },
 	})
-	if err := srv.Start(workers.NewMux(workers.Handlers{Traffic: store, Logger: quiet})); err != nil {
+	if err := srv.Start(workers.NewMux(workers.Handlers{Traffic: store, Redis: b.rdb, Namespace: b.ns, Logger: quiet})); err != nil {
 		t.Fatal(err)
 	}
 	return srv
@@ -120,6 +120,54 @@ func TestClickBatchLandsOnce(t *testing.T) {
 	}
 	if rows, distinct := b.rowsOf(t, ids); rows != len(ids) || distinct != len(ids) {
 		t.Fatalf("%d rows (%d distinct) after retries, want %d", rows, distinct, len(ids))
+	}
+}
+
+// TestStoredClicksLeaveRedis: once a batch is in Postgres the worker
+// deletes its clicks' pending records, and only theirs: a record of a
+// click still queued in the same second stays for the leads that need it.
+func TestStoredClicksLeaveRedis(t *testing.T) {
+	b := setupTraffic(t)
+	ctx := context.Background()
+	ids := b.enqueueBatch(t, 20)
+	queuedID := ledger.NewClickID(time.Now())
+	// The records as the edge writes them, with a click of a batch not
+	// queued here beside them.
+	byKey := map[string][]any{}
+	for _, id := range append([]string{queuedID}, ids...) {
+		at, _ := ledger.ClickTime(id)
+		key := b.ns.PendingClicksKey(tasks.QueueClicks, at)
+		byKey[key] = append(byKey[key], id, `{"id":"`+id+`"}`)
+	}
+	queuedAt, _ := ledger.ClickTime(queuedID)
+	queuedKey := b.ns.PendingClicksKey(tasks.QueueClicks, queuedAt)
+	for key, fields := range byKey {
+		if err := b.rdb.HSet(ctx, key, fields...).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	left := func() int {
+		n := 0
+		for _, id := range ids {
+			at, _ := ledger.ClickTime(id)
+			if ok, _ := b.rdb.HExists(ctx, b.ns.PendingClicksKey(tasks.QueueClicks, at), id).Result(); ok {
+				n++
+			}
+		}
+		return n
+	}
+	if n := left(); n != len(ids) {
+		t.Fatalf("%d of %d records written", n, len(ids))
+	}
+
+	srv := b.server(t, b.store, time.Second)
+	defer srv.Shutdown()
+	waitUntil(t, "the batch's records are deleted", func() bool { return left() == 0 })
+	if rows, _ := b.rowsOf(t, ids); rows != len(ids) {
+		t.Fatalf("records deleted with %d of %d clicks in Postgres", rows, len(ids))
+	}
+	if ok, err := b.rdb.HExists(ctx, queuedKey, queuedID).Result(); err != nil || !ok {
+		t.Fatalf("the record of a click still queued was deleted too (%v)", err)
 	}
 }
 

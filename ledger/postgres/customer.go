@@ -26,25 +26,31 @@ const qClickByID = `
 // the edge but not yet written by the clicks worker is read from pending
 // and its row written here (idempotently: the worker's later insert of the
 // same click does nothing). Errors: ENotFound.
+//
+// The worker deletes a click's pending record once its row is committed,
+// so a click can leave pending between this transaction's read of clicks
+// and its read of pending: a miss in pending reads clicks again (a new
+// statement sees what was committed before it, the transaction being READ
+// COMMITTED) before it answers ENotFound.
 func resolveClick(ctx context.Context, tx *sqlx.Tx, stmts *preparedStatements, pending ledger.PendingClicks, clickID string) (*ledger.Click, error) {
 	at, ok := ledger.ClickTime(clickID)
 	if !ok {
 		return nil, notFound("click")
 	}
-	c := &ledger.Click{ID: clickID}
-	err := stmts.row(ctx, tx, qClickByID, clickID, at).
-		Scan(&c.OccurredAt, &c.ProgramID, &c.PartnerID, &c.LinkID, &c.IsTest)
-	if err == nil {
-		c.OccurredAt = c.OccurredAt.UTC()
-		return c, nil
-	}
-	if !errors.Is(err, sql.ErrNoRows) {
-		return nil, err
+	c, err := storedClick(ctx, tx, stmts, clickID, at)
+	if err == nil || !errors.Is(err, sql.ErrNoRows) {
+		return c, err
 	}
 	if pending == nil {
 		return nil, notFound("click")
 	}
 	pc, err := pending.PendingClick(ctx, clickID)
+	if err != nil && ledger.ErrorCode(err) == ledger.ENotFound {
+		if c, err := storedClick(ctx, tx, stmts, clickID, at); !errors.Is(err, sql.ErrNoRows) {
+			return c, err
+		}
+		return nil, notFound("click")
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -52,6 +58,18 @@ func resolveClick(ctx context.Context, tx *sqlx.Tx, stmts *preparedStatements, p
 		return nil, err
 	}
 	return pc, nil
+}
+
+// storedClick reads a click's row; sql.ErrNoRows when there is none.
+func storedClick(ctx context.Context, tx *sqlx.Tx, stmts *preparedStatements, clickID string, at time.Time) (*ledger.Click, error) {
+	c := &ledger.Click{ID: clickID}
+	err := stmts.row(ctx, tx, qClickByID, clickID, at).
+		Scan(&c.OccurredAt, &c.ProgramID, &c.PartnerID, &c.LinkID, &c.IsTest)
+	if err != nil {
+		return nil, err
+	}
+	c.OccurredAt = c.OccurredAt.UTC()
+	return c, nil
 }
 
 // insertClick writes one click row unless it is already there.

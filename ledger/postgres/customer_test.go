@@ -70,6 +70,24 @@ func TestResolveClickAndCustomer(t *testing.T) {
 		t.Fatalf("%d click rows", rows)
 	}
 
+	// The worker stores a click and deletes its record between the read
+	// of clicks and the read of the record: the click is read again.
+	meanwhile := &ledger.Click{ID: ledger.NewClickID(now), ProgramID: programID, PartnerID: &partnerID}
+	meanwhile.OccurredAt, _ = ledger.ClickTime(meanwhile.ID)
+	storing := pendingFunc(func(ctx context.Context, id string) (*ledger.Click, error) {
+		if _, err := postgres.NewTrafficStore(db.DB).WriteClicks(ctx, []ledger.Click{*meanwhile}); err != nil {
+			return nil, err
+		}
+		return nil, ledger.NewError(ledger.ENotFound, "click not found")
+	})
+	tx(func(tx *sqlx.Tx) error {
+		c, err := postgres.ResolveClick(ctx, tx, storing, meanwhile.ID)
+		if err != nil || c.ProgramID != programID || *c.PartnerID != partnerID {
+			t.Fatalf("click stored while it was looked up: %+v, %v", c, err)
+		}
+		return nil
+	})
+
 	tx(func(tx *sqlx.Tx) error {
 		for _, id := range []string{"not-a-click", ledger.NewClickID(now)} {
 			if _, err := postgres.ResolveClick(ctx, tx, pending, id); ledger.ErrorCode(err) != ledger.ENotFound {

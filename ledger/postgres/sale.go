@@ -332,19 +332,27 @@ func claims(claimed map[string]bool, keys []string) bool {
 // resolveQueuedClick writes the click of a sale whose click the edge
 // acknowledged but the clicks worker has not written yet (read from the
 // edge's record of it); the sale is then read again. It reports whether
-// it wrote one.
+// the sale must be read again: it wrote the click, or the worker did
+// between the snapshot and the record's read (the worker deletes a
+// click's record once its row is committed, see resolveClick).
 func (s *SaleService) resolveQueuedClick(ctx context.Context, tx *sqlx.Tx, it *saleItem, snap *ledger.SaleSnapshot) (bool, error) {
 	if s.pending == nil || it.clickResolved || it.sale.IsTest || snap.Customer != nil || snap.Click != nil ||
 		snap.DuplicateOf != 0 || it.sale.ClickID == "" {
 		return false, nil
 	}
-	if _, ok := ledger.ClickTime(it.sale.ClickID); !ok {
+	at, ok := ledger.ClickTime(it.sale.ClickID)
+	if !ok {
 		return false, nil
 	}
 	it.clickResolved = true
 	c, err := s.pending.PendingClick(ctx, it.sale.ClickID)
 	if ledger.ErrorCode(err) == ledger.ENotFound {
-		return false, nil
+		if _, err := storedClick(ctx, tx, nil, it.sale.ClickID, at); errors.Is(err, sql.ErrNoRows) {
+			return false, nil
+		} else if err != nil {
+			return false, err
+		}
+		return true, nil
 	} else if err != nil {
 		return false, err
 	}

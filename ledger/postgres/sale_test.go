@@ -76,6 +76,28 @@ func TestRecordSale(t *testing.T) {
 		}
 	})
 
+	// The worker stores the click and deletes its record between the
+	// sale's snapshot and its read of the record: the sale reads again
+	// and is attributed from the stored click.
+	t.Run("OKClickStoredWhileTheSaleLooked", func(t *testing.T) {
+		stored := &ledger.Click{ID: ledger.NewClickID(b.clock.Now()), ProgramID: w.program.ID, PartnerID: &w.partnerID, LinkID: &w.linkID}
+		stored.OccurredAt, _ = ledger.ClickTime(stored.ID)
+		sales := postgres.NewSaleService(b.db.DB, postgres.SaleOptions{Logger: discard,
+			Pending: pendingFunc(func(ctx context.Context, id string) (*ledger.Click, error) {
+				if _, err := postgres.NewTrafficStore(b.db.DB).WriteClicks(ctx, []ledger.Click{*stored}); err != nil {
+					return nil, err
+				}
+				return nil, ledger.NewError(ledger.ENotFound, "click not found")
+			})})
+		res, err := sales.RecordSale(ctx, sale{txn: "txn_stored_meanwhile", clickID: stored.ID, amount: 1000}.request(w.program.ID))
+		if err != nil || res.CommissionID == nil {
+			t.Fatalf("sale on a click stored while it looked: %+v, %v", res, err)
+		}
+		if c := b.MustCommission(t, *res.CommissionID); c.PartnerID != w.partnerID {
+			t.Fatalf("commission = %+v, want partner %d", c, w.partnerID)
+		}
+	})
+
 	t.Run("OKKeyUnknownFallsBackToClick", func(t *testing.T) {
 		click := b.MustClick(t, w, w.partnerID)
 		b.MustSale(t, w, sale{txn: "txn_fallback", customerKey: "nobody", clickID: click, amount: 100})

@@ -41,7 +41,13 @@ func (ns Namespace) Key(name string) string { return string(ns) + name }
 // so that a batch's records and its task live on one Redis Cluster node
 // (REDIS_WAIT_REPLICAS waits on that node for both).
 func (ns Namespace) PendingClicksKey(queue string, at time.Time) string {
-	return ns.Key("clicks:pending:{" + ns.Queue(queue) + "}:" + strconv.FormatInt(at.Unix(), 10))
+	return ns.PendingClicksKeyOf(ns.Queue(queue), at)
+}
+
+// PendingClicksKeyOf is PendingClicksKey of a queue named as asynq names
+// it (asynq.GetQueueName in a task's handler: the namespaced shard).
+func (ns Namespace) PendingClicksKeyOf(asynqQueue string, at time.Time) string {
+	return ns.Key("clicks:pending:{" + asynqQueue + "}:" + strconv.FormatInt(at.Unix(), 10))
 }
 
 // ReplicatedKey is a small key in queue's hash slot that the edge

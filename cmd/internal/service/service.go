@@ -532,6 +532,8 @@ func (b *Backends) Worker(opts WorkerOptions) (*Worker, error) {
 			Processor:      processor,
 			ProcessorInbox: processor,
 			Traffic:        postgres.NewTrafficStore(b.DB),
+			Redis:          b.Redis,
+			Namespace:      b.Namespace,
 			ClickBacklog:   workers.ClickBacklog(asynq.NewInspectorFromRedisClient(b.Redis), b.Namespace, b.Config.Redis.TrafficShards),
 			Webhooks:       sender,
 			Mailer:         mailer,
