@@ -45,7 +45,7 @@ func resolveClick(ctx context.Context, tx *sqlx.Tx, stmts *preparedStatements, p
 		return nil, notFound("click")
 	}
 	pc, err := pending.PendingClick(ctx, clickID)
-	if err != nil && ledger.ErrorCode(err) == ledger.ENotFound {
+	if ledger.ErrorCode(err) == ledger.ENotFound {
 		if c, err := storedClick(ctx, tx, stmts, clickID, at); !errors.Is(err, sql.ErrNoRows) {
 			return c, err
 		}

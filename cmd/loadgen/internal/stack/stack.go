@@ -175,14 +175,11 @@ func StartRedis(dir string, persist Persistence, logDir string) (*Redis, error) 
 }
 
 // StartRedisOn starts redis-server on port (again, after a Kill: with AOF
-// it reloads what it held).
+// it reloads what it held). Its log in logDir is named after dir, so that
+// each server of a run keeps its own.
 func StartRedisOn(port int, dir string, persist Persistence, logDir string) (*Redis, error) {
-	name := "redis-noaof"
-	if persist != NoPersistence {
-		name = "redis-aof"
-	}
 	p, err := proc.StartRedis(proc.RedisOptions{Port: port, Dir: dir, AppendOnly: persist != NoPersistence,
-		FsyncAlways: persist == AOFAlways, LogFile: filepath.Join(logDir, name+".log")})
+		FsyncAlways: persist == AOFAlways, LogFile: filepath.Join(logDir, filepath.Base(dir)+".log")})
 	if err != nil {
 		return nil, err
 	}
