@@ -161,7 +161,7 @@ func (b *Backends) Edge(ctx context.Context) (*ingest.Server, error) {
 	}, pipeline.Stats())
 	var store ratelimit.Store = ratelimit.NewMemory(200_000)
 	if b.Config.RateLimitStore == "redis" {
-		store = ratelimit.NewRedis(b.Redis, "partnertrack:")
+		store = ratelimit.NewRedis(b.Redis, b.Namespace.Key("partnertrack:"))
 	}
 	// Leads and sales also resolve clicks still in the queue, from the
 	// record the edge writes with each click batch; both relay the brand
