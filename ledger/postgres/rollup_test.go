@@ -228,6 +228,72 @@ func TestRollupClicks(t *testing.T) {
 	b.mustVerify(t)
 }
 
+// TestRollupMixedBatch: one batch over two links, a click of no partner
+// or link, two hours, two days, a test click and sessions seen on both
+// links (migration 00030 groups a batch by key once and sums the daily
+// rows from those groups): every rollup matches the raw rows, and each
+// key's pending set holds its distinct sessions.
+func TestRollupMixedBatch(t *testing.T) {
+	b := setupRollups(t)
+	now := b.clock.Now()
+	other, err := b.partners.CreateLink(context.Background(), b.w.program.ID, b.w.partnerID, "mixed-other", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	onOther := func(c ledger.Click) ledger.Click { c.LinkID = &other.ID; return c }
+	bare := b.click(now, "s9")
+	bare.PartnerID, bare.LinkID = nil, nil
+	test := b.click(now, "s8")
+	test.IsTest = true
+	earlier, daysAgo := now.Add(-90*time.Minute), now.Add(-72*time.Hour)
+	batch := []ledger.Click{
+		b.click(now, "s1"), b.click(now, "s1"), b.click(earlier, "s2"), b.click(now, ""),
+		onOther(b.click(now, "s1")), onOther(b.click(earlier, "s3")), onOther(b.click(earlier, "s3")),
+		b.click(daysAgo, "s1"), bare, test,
+	}
+	if n := b.mustWrite(t, batch...); n != len(batch) {
+		t.Fatalf("stored %d clicks, want %d", n, len(batch))
+	}
+	var sets []string
+	rows, err := b.db.Query(`SELECT link_id, array_to_string(session_ids, ',') FROM rollup_pending_sessions
+		WHERE program_id = $1 ORDER BY day, link_id, 2`, b.w.program.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var link int64
+		var set string
+		if err := rows.Scan(&link, &set); err != nil {
+			t.Fatal(err)
+		}
+		name := map[int64]string{0: "none", b.w.linkID: "link", other.ID: "other"}[link]
+		sets = append(sets, name+":"+set)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	// The click of three days ago is a day of its own; today (or, near
+	// midnight, yesterday too) holds the rest.
+	got := strings.Join(sets, " ")
+	if !strings.HasPrefix(got, "link:s1 ") || !strings.Contains(got, "other:") || !strings.Contains(got, "none:s9") {
+		t.Errorf("pending sets %q", got)
+	}
+	for _, set := range sets {
+		ids := strings.Split(set[strings.Index(set, ":")+1:], ",")
+		seen := map[string]bool{}
+		for _, id := range ids {
+			if seen[id] {
+				t.Errorf("pending set %q holds %s twice", set, id)
+			}
+			seen[id] = true
+		}
+	}
+	b.mustVerify(t)
+	assertEq(t, "after the tally", b.traffic3(t), "clicks=9 visitors=6 leads=0 program_visitors=5")
+	b.mustVerify(t)
+}
+
 // TestRollupVisitorsTallied: a click batch counts its clicks at once and
 // leaves its sessions pending; the verification holds before the tally
 // (it counts the pending ones); the tally counts each session once per
