@@ -169,8 +169,13 @@ func (s *Server) trackClick(c *fiber.Ctx) error {
 	if test {
 		return c.JSON(testClickBody(click, link))
 	}
+	// Rendered on the stack and copied into the response's own buffer,
+	// where a byte slice handed to Send would be allocated every click.
+	var buf [maxClickBody]byte
 	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
-	return c.Send(clickBody(click.ID, link.Code, link.Program.CookieDuration))
+	c.Response().ResetBody()
+	c.Response().AppendBody(appendClickBody(buf[:0], click.ID, link.Code, link.Program.CookieDuration))
+	return nil
 }
 
 // newClick builds the click of a request: the caller's optional fields
@@ -276,25 +281,29 @@ func isLetters(s string) bool {
 	return true
 }
 
-// clickBody renders the click response by hand (it is the hot path): the
-// contract's fields at the top level, as the reference browser SDK reads
-// them, and again in data. The id is lower-case base32 and the code is
-// letters, digits, '-' and '_', so neither needs escaping.
-func clickBody(id, code string, days int) []byte {
-	fields := func(b []byte) []byte {
-		b = append(b, `"success":true,"click_id":"`...)
-		b = append(b, id...)
-		b = append(b, `","partner_code":"`...)
-		b = append(b, code...)
-		b = append(b, `","cookie_window_days":`...)
-		return strconv.AppendInt(b, int64(days), 10)
-	}
-	b := make([]byte, 0, 224+2*len(code))
+// maxClickBody holds a click response with the longest link code (64
+// bytes, twice), so that the hot path renders it on the stack.
+const maxClickBody = 224 + 2*64
+
+// appendClickBody renders the click response by hand (it is the hot
+// path): the contract's fields at the top level, as the reference browser
+// SDK reads them, and again in data. The id is lower-case base32 and the
+// code is letters, digits, '-' and '_', so neither needs escaping.
+func appendClickBody(b []byte, id, code string, days int) []byte {
 	b = append(b, '{')
-	b = fields(b)
+	b = appendClickFields(b, id, code, days)
 	b = append(b, `,"data":{`...)
-	b = fields(b)
+	b = appendClickFields(b, id, code, days)
 	return append(b, "}}"...)
+}
+
+func appendClickFields(b []byte, id, code string, days int) []byte {
+	b = append(b, `"success":true,"click_id":"`...)
+	b = append(b, id...)
+	b = append(b, `","partner_code":"`...)
+	b = append(b, code...)
+	b = append(b, `","cookie_window_days":`...)
+	return strconv.AppendInt(b, int64(days), 10)
 }
 
 // testClickBody is the test-mode response: the reference's test shape
