@@ -294,6 +294,44 @@ func TestRollupMixedBatch(t *testing.T) {
 	b.mustVerify(t)
 }
 
+// TestRollupBatchAcrossHours: a batch whose clicks span a UTC hour
+// boundary counts each hour's clicks in its hour, stages a key's sessions
+// as one set per hour (migration 00031), and the tally still counts a
+// session of both hours once for the day.
+func TestRollupBatchAcrossHours(t *testing.T) {
+	b := setupRollups(t)
+	noon := b.clock.Now().UTC().Truncate(24 * time.Hour).Add(-12 * time.Hour) // yesterday, far from midnight
+	before, after := noon.Add(-time.Minute), noon.Add(time.Minute)
+	b.mustWrite(t, b.click(before, "s1"), b.click(after, "s1"), b.click(after, "s2"))
+	var hours []string
+	rows, err := b.db.Query(`SELECT hour, clicks FROM rollup_clicks_hourly WHERE program_id = $1 ORDER BY hour`, b.w.program.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var hour time.Time
+		var clicks int64
+		if err := rows.Scan(&hour, &clicks); err != nil {
+			t.Fatal(err)
+		}
+		hours = append(hours, fmt.Sprintf("%s=%d", hour.UTC().Format("15:04"), clicks))
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	assertEq(t, "hourly clicks", strings.Join(hours, " "), "11:00=1 12:00=2")
+	var sets string
+	if err := b.db.QueryRow(`SELECT string_agg(array_to_string(session_ids, ','), ' ' ORDER BY array_to_string(session_ids, ','))
+		FROM rollup_pending_sessions WHERE program_id = $1`, b.w.program.ID).Scan(&sets); err != nil {
+		t.Fatal(err)
+	}
+	assertEq(t, "pending sets", sets, "s1 s1,s2")
+	b.mustVerify(t)
+	assertEq(t, "after the tally", b.traffic3(t), "clicks=3 visitors=2 leads=0 program_visitors=2")
+	b.mustVerify(t)
+}
+
 // TestRollupVisitorsTallied: a click batch counts its clicks at once and
 // leaves its sessions pending; the verification holds before the tally
 // (it counts the pending ones); the tally counts each session once per
