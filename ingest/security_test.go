@@ -143,7 +143,7 @@ func TestOpsQueuesSecurityHeaders(t *testing.T) {
 		{"ReadOnly", req{"POST", "/ops/queues/api/queues/default:pause", nil, operator()}, 403},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
-			r := do(t, app, tc.r)
+			r := doQueues(t, app, tc.r)
 			if r.Status != tc.status {
 				t.Fatalf("status %d, want %d: %.300s", r.Status, tc.status, r.Raw)
 			}
@@ -233,7 +233,7 @@ func TestOpsQueuesRefusesCrossSiteChanges(t *testing.T) {
 	}
 	// A cross-site GET changes nothing (and CORS keeps its answer from the
 	// other site): it passes.
-	if r := do(t, app, req{"GET", "/ops/queues/api/queues", nil, with(map[string]string{"Sec-Fetch-Site": "cross-site"})}); r.Status != 200 {
+	if r := doQueues(t, app, req{"GET", "/ops/queues/api/queues", nil, with(map[string]string{"Sec-Fetch-Site": "cross-site"})}); r.Status != 200 {
 		t.Fatalf("cross-site GET: %d", r.Status)
 	}
 	// The dashboard's own page (httptest's host is example.com).
