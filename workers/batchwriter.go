@@ -17,12 +17,9 @@ import (
 // of them. A task is acknowledged only once the write that carried it
 // has committed, so nothing is acknowledged that is not stored.
 //
-// One merged insert runs at a time: two at once kept both of a 2-core
-// machine's cores in Postgres for the length of an insert of thousands of
-// clicks, and the edge's answers beside it waited (the sustained clicks'
-// p99 20-43 ms with two, 10-14 ms with one, alternated; the drain rate
-// alike). A faster drain comes from more worker processes, each with its
-// own writer (docs/decisions.md, "One click insert at a time").
+// One merged insert runs at a time, so that a large one leaves the edge a
+// core on a small shared machine; a faster drain comes from more worker
+// processes (docs/decisions.md, "One click insert at a time").
 const (
 	tasksPerWrite  = 16               // task batches merged into one insert at most
 	writesInFlight = 1                // merged inserts running at once
