@@ -26,6 +26,7 @@ func main() {
 		os.Exit(2)
 	}
 	service.WorkerGC.Apply(os.Getenv) // the process's, not a test's: main only
+	service.WorkerProcs.Apply(os.Getenv)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := m.Run(ctx); err != nil {
