@@ -8,11 +8,10 @@ type Procs int
 
 // WorkerProcs is the worker's: one. A worker runs one click insert at a
 // time and its other queues wait on Postgres, Redis or a brand's
-// receiver, so a second thread adds little work done, while on a machine
-// it shares with an edge the second thread's scheduling costs the edge
-// CPU and its answers time: sustained clicks p99 10–27 ms with one
-// against 13–67 ms with two, for the same drain rate (docs/decisions.md,
-// "One thread for the worker"). Scale a worker by processes.
+// receiver, so a second thread drained no faster, while on a machine it
+// shared with an edge it cost the edge CPU and its answers time
+// (docs/decisions.md, "One thread for the worker"). Scale a worker by
+// processes.
 const WorkerProcs Procs = 1
 
 // Apply sets the default unless GOMAXPROCS is set in the environment
