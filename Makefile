@@ -54,7 +54,7 @@ soak:
 # corpus only). New crashers land in testdata/fuzz: keep them as seeds.
 FUZZTIME ?= 1m
 INGEST_FUZZ := FuzzSaleBody FuzzLeadBody FuzzRefundBody FuzzClickBody FuzzLeanFieldsMatchFields
-LEDGER_FUZZ := FuzzStorableJSON FuzzReferralCode FuzzQueryValueMatchesParseQuery
+LEDGER_FUZZ := FuzzStorableJSON FuzzReferralCode FuzzQueryValueMatchesParseQuery FuzzValidLinkCodeMatchesRule
 STRIPE_FUZZ := FuzzDecodeEvent
 TASKS_FUZZ := FuzzClickWireMatchesMarshal FuzzWireDecodesAsV1
 fuzz:

