@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http/httptest"
 	"net/url"
@@ -248,6 +249,41 @@ func benchPlans(b *testing.B, db *pgtest.DB, programID int64, mid time.Time) {
 		b.Logf("%s\n%s", q, text)
 		if strings.Contains(text, "Seq Scan") {
 			b.Fatalf("a listing read scans sequentially:\n%s", text)
+		}
+	}
+}
+
+// BenchmarkEventPageJSON measures rendering a page of a hundred listed
+// events (two thirds clicks, the rest leads and conversions) to JSON,
+// without the database: the part of a listing page that is the edge's
+// own work.
+//
+//	go test ./ingest -run '^$' -bench EventPageJSON -benchmem
+func BenchmarkEventPageJSON(b *testing.B) {
+	str := func(s string) *string { return &s }
+	at := time.Date(2026, 11, 30, 10, 11, 12, 345_000_000, time.UTC)
+	events := make([]ledger.TrackingEvent, 100)
+	for i := range events {
+		e := ledger.TrackingEvent{ID: int64(i + 1), Timestamp: at, CreatedAt: at, ClickID: str("01JDKZ5Q8X1V6T3M2N4P7R9S0A")}
+		switch i % 3 {
+		case 0, 1:
+			e.Type, e.SessionID, e.PageURL = ledger.EventClick, str("sess_1"), str("https://big.example/?aff=pat")
+			e.ReferrerURL, e.GeoCountry, e.DeviceType = str("https://blog.example/"), str("DE"), str("desktop")
+			e.DeviceOS, e.BrowserName = str("macOS"), str("Firefox")
+		default:
+			e.Type, e.AmountCents, e.Currency, e.SaleType = ledger.EventConversion, 4900, "USD", "sale"
+			e.PaymentStatus, e.ProcessorEventID = "paid", "txn_1"
+		}
+		events[i] = e
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		data := make([]any, len(events))
+		for i := range events {
+			data[i] = eventJSON(&events[i])
+		}
+		if _, err := json.Marshal(map[string]any{"data": data}); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

@@ -89,16 +89,25 @@ func programInput(f fields) ledger.ProgramInput {
 	}
 }
 
-// renderPage writes one page of a listing: the rows in data and the
-// pagination in meta, as the spec's event listing shows them.
-func renderPage(c *fiber.Ctx, data []fiber.Map, page, pageSize, pageCount, total int64) error {
-	return c.JSON(fiber.Map{
-		"data": data,
-		"meta": fiber.Map{"pagination": fiber.Map{
-			"page":      page,
-			"pageSize":  pageSize,
-			"pageCount": pageCount,
-			"total":     total,
-		}},
-	})
+// renderPage writes one page of a listing: the rows in data (a slice) and
+// the pagination in meta, as the spec's event listing shows them.
+func renderPage(c *fiber.Ctx, data any, page, pageSize, pageCount, total int64) error {
+	return c.JSON(pageJSON{Data: data, Meta: pageMeta{Pagination: pagination{
+		Page: page, PageSize: pageSize, PageCount: pageCount, Total: total}}})
+}
+
+type pageJSON struct {
+	Data any      `json:"data"`
+	Meta pageMeta `json:"meta"`
+}
+
+type pageMeta struct {
+	Pagination pagination `json:"pagination"`
+}
+
+type pagination struct {
+	Page      int64 `json:"page"`
+	PageSize  int64 `json:"pageSize"`
+	PageCount int64 `json:"pageCount"`
+	Total     int64 `json:"total"`
 }
