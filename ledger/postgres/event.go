@@ -2,9 +2,9 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/partnertrack/partnertrack/ledger"
 )
@@ -61,108 +61,62 @@ func eventFilter(q ledger.EventQuery, tiebreak string) (string, []any) {
 		fmt.Sprintf(" ORDER BY occurred_at DESC, %s DESC LIMIT $%d", tiebreak, len(args)), args
 }
 
-type clickEventRow struct {
-	ClickID     string    `db:"click_id"`
-	OccurredAt  time.Time `db:"occurred_at"`
-	SessionID   *string   `db:"session_id"`
-	PageURL     *string   `db:"page_url"`
-	ReferrerURL *string   `db:"referrer_url"`
-	GeoCountry  *string   `db:"geo_country"`
-	GeoRegion   *string   `db:"geo_region"`
-	GeoCity     *string   `db:"geo_city"`
-	DeviceType  *string   `db:"device_type"`
-	DeviceOS    *string   `db:"device_os"`
-	BrowserName *string   `db:"browser_name"`
-	Converted   bool      `db:"converted"`
-	CreatedAt   time.Time `db:"created_at"`
+// readEvents runs one type's read and scans each row into an event of
+// typ with scan. The rows are scanned by hand rather than through sqlx:
+// its reflection over a few hundred rows was a quarter of a listing
+// page's CPU (docs/decisions.md, "The listing's rows as structs").
+func (s *EventService) readEvents(ctx context.Context, q ledger.EventQuery, typ ledger.EventType, query string,
+	args []any, scan func(*sql.Rows, *ledger.TrackingEvent) error) ([]ledger.TrackingEvent, error) {
+	rows, err := s.db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := make([]ledger.TrackingEvent, 0, q.Cap())
+	for rows.Next() {
+		e := ledger.TrackingEvent{Type: typ}
+		if err := scan(rows, &e); err != nil {
+			return nil, err
+		}
+		e.Timestamp, e.CreatedAt = e.Timestamp.UTC(), e.CreatedAt.UTC()
+		out = append(out, e)
+	}
+	return out, rows.Err()
 }
 
 func (s *EventService) clicks(ctx context.Context, q ledger.EventQuery) ([]ledger.TrackingEvent, error) {
 	filter, args := eventFilter(q, "click_id")
-	var rows []clickEventRow
-	err := s.db.SelectContext(ctx, &rows, `
+	return s.readEvents(ctx, q, ledger.EventClick, `
 		SELECT click_id, occurred_at, session_id, page_url, referrer_url, geo_country, geo_region,
 			geo_city, device_type, device_os, browser_name, converted, created_at
-		FROM clicks`+filter, args...)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]ledger.TrackingEvent, len(rows))
-	for i, r := range rows {
-		clickID := r.ClickID
-		out[i] = ledger.TrackingEvent{
-			ID: ledger.ClickEventID(r.ClickID), Type: ledger.EventClick, Timestamp: r.OccurredAt.UTC(),
-			ClickID: &clickID, SessionID: r.SessionID, PageURL: r.PageURL, Converted: r.Converted,
-			ReferrerURL: r.ReferrerURL, GeoCountry: r.GeoCountry, GeoRegion: r.GeoRegion, GeoCity: r.GeoCity,
-			DeviceType: r.DeviceType, DeviceOS: r.DeviceOS, BrowserName: r.BrowserName,
-			CreatedAt: r.CreatedAt.UTC(),
+		FROM clicks`+filter, args, func(rows *sql.Rows, e *ledger.TrackingEvent) error {
+		var clickID string
+		if err := rows.Scan(&clickID, &e.Timestamp, &e.SessionID, &e.PageURL, &e.ReferrerURL, &e.GeoCountry,
+			&e.GeoRegion, &e.GeoCity, &e.DeviceType, &e.DeviceOS, &e.BrowserName, &e.Converted, &e.CreatedAt); err != nil {
+			return err
 		}
-	}
-	return out, nil
-}
-
-type leadEventRow struct {
-	ID          int64     `db:"id"`
-	OccurredAt  time.Time `db:"occurred_at"`
-	ClickID     *string   `db:"click_id"`
-	SessionID   *string   `db:"session_id"`
-	PageURL     *string   `db:"page_url"`
-	CustomerKey *string   `db:"customer_key"`
-	Converted   bool      `db:"converted"`
-	CreatedAt   time.Time `db:"created_at"`
+		e.ID, e.ClickID = ledger.ClickEventID(clickID), &clickID
+		return nil
+	})
 }
 
 func (s *EventService) leads(ctx context.Context, q ledger.EventQuery) ([]ledger.TrackingEvent, error) {
 	filter, args := eventFilter(q, "id")
-	var rows []leadEventRow
-	err := s.db.SelectContext(ctx, &rows, `
+	return s.readEvents(ctx, q, ledger.EventLead, `
 		SELECT id, occurred_at, click_id, session_id, page_url, customer_key, converted, created_at
-		FROM leads`+filter, args...)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]ledger.TrackingEvent, len(rows))
-	for i, r := range rows {
-		out[i] = ledger.TrackingEvent{
-			ID: r.ID, Type: ledger.EventLead, Timestamp: r.OccurredAt.UTC(), ClickID: r.ClickID,
-			SessionID: r.SessionID, PageURL: r.PageURL, CustomerKey: r.CustomerKey, Converted: r.Converted,
-			CreatedAt: r.CreatedAt.UTC(),
-		}
-	}
-	return out, nil
-}
-
-type conversionEventRow struct {
-	ID               int64     `db:"id"`
-	OccurredAt       time.Time `db:"occurred_at"`
-	ClickID          *string   `db:"click_id"`
-	AmountCents      int64     `db:"amount_cents"`
-	Currency         string    `db:"currency"`
-	SaleType         string    `db:"sale_type"`
-	PaymentStatus    string    `db:"payment_status"`
-	ProcessorEventID string    `db:"processor_event_id"`
-	IsRecurring      bool      `db:"is_recurring"`
-	CreatedAt        time.Time `db:"created_at"`
+		FROM leads`+filter, args, func(rows *sql.Rows, e *ledger.TrackingEvent) error {
+		return rows.Scan(&e.ID, &e.Timestamp, &e.ClickID, &e.SessionID, &e.PageURL, &e.CustomerKey,
+			&e.Converted, &e.CreatedAt)
+	})
 }
 
 func (s *EventService) conversions(ctx context.Context, q ledger.EventQuery) ([]ledger.TrackingEvent, error) {
 	filter, args := eventFilter(q, "id")
-	var rows []conversionEventRow
-	err := s.db.SelectContext(ctx, &rows, `
+	return s.readEvents(ctx, q, ledger.EventConversion, `
 		SELECT id, occurred_at, click_id, amount_cents, currency, sale_type, payment_status,
 			processor_event_id, is_recurring, created_at
-		FROM sales`+filter, args...)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]ledger.TrackingEvent, len(rows))
-	for i, r := range rows {
-		out[i] = ledger.TrackingEvent{
-			ID: r.ID, Type: ledger.EventConversion, Timestamp: r.OccurredAt.UTC(), ClickID: r.ClickID,
-			AmountCents: r.AmountCents, Currency: r.Currency, SaleType: r.SaleType,
-			PaymentStatus: r.PaymentStatus, ProcessorEventID: r.ProcessorEventID,
-			IsRecurring: r.IsRecurring, CreatedAt: r.CreatedAt.UTC(),
-		}
-	}
-	return out, nil
+		FROM sales`+filter, args, func(rows *sql.Rows, e *ledger.TrackingEvent) error {
+		return rows.Scan(&e.ID, &e.Timestamp, &e.ClickID, &e.AmountCents, &e.Currency, &e.SaleType,
+			&e.PaymentStatus, &e.ProcessorEventID, &e.IsRecurring, &e.CreatedAt)
+	})
 }
