@@ -27,6 +27,9 @@ func main() {
 	}
 	service.WorkerGC.Apply(os.Getenv) // the process's, not a test's: main only
 	service.WorkerProcs.Apply(os.Getenv)
+	if err := m.Nice.Apply(); err != nil {
+		m.Logger.Warn("the worker's CPU priority was not lowered; it competes with the edge as an equal", "nice", int(m.Nice), "err", err)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := m.Run(ctx); err != nil {
@@ -39,9 +42,11 @@ func main() {
 
 // Main is the worker program.
 type Main struct {
-	Config   config.Config
-	Logger   *slog.Logger
-	Options  service.WorkerOptions
+	Config  config.Config
+	Logger  *slog.Logger
+	Options service.WorkerOptions
+	// Nice is the CPU priority the process lowers itself to (--nice).
+	Nice     service.Nice
 	backends *service.Backends
 	worker   *service.Worker
 }
@@ -57,7 +62,12 @@ func (m *Main) ParseFlags(args []string, getenv func(string) string) error {
 	fs.IntVar(&m.Options.TrafficConcurrency, "traffic-concurrency", 16*runtime.NumCPU(), "click and visit tasks processed at once (those running together share one insert)")
 	fs.BoolVar(&m.Options.Scheduler, "scheduler", true, "run the deployment's one scheduler (set false on every other replica)")
 	fs.StringVar(&m.Options.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics (task outcomes, webhook deliveries, breaker states) at http://ADDR/metrics; empty: not served")
+	nice := fs.Int("nice", int(service.WorkerNice), "CPU priority the worker lowers itself to, as nice(1) counts it (0 leaves it as started, 19 the lowest): on a machine it shares with the edge, the edge's answers come first")
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	m.Nice = service.Nice(*nice)
+	if err := m.Nice.Check(); err != nil {
 		return err
 	}
 	cfg, err := config.Load(getenv)

@@ -66,3 +66,12 @@ func TestWorkerRefusesUnknownQueue(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+func TestWorkerRefusesNiceOutOfRange(t *testing.T) {
+	for _, n := range []string{"-1", "20"} {
+		err := NewMain().ParseFlags([]string{"--nice", n}, func(string) string { return "" })
+		if err == nil || !strings.Contains(err.Error(), "want 0 (as started) to 19") {
+			t.Errorf("--nice %s: err = %v", n, err)
+		}
+	}
+}

@@ -147,6 +147,10 @@ func (st *stack) startWorker(t *testing.T, args []string, extra map[string]strin
 			scanLogs(t, p)
 		}
 	})
+	// At its normal priority: here it shares the machine with the other
+	// packages' tests, not with an edge it should yield to, and a worker
+	// yielding to them would only make the suite slower.
+	args = append([]string{"--nice", "0"}, args...)
 	p = faulttest.StartProcess(t, bins["worker"], args, st.env(extra))
 	st.procs = append(st.procs, p)
 	p.WaitLog(t, "worker started", 60*time.Second)
