@@ -72,14 +72,14 @@ func queryInt(c *fiber.Ctx, name string) ledger.Input[int64] {
 func eventJSON(e *ledger.TrackingEvent) any {
 	head := eventHead{ID: e.ID, EventType: string(e.Type), Timestamp: formatTime(e.Timestamp),
 		ClickID: e.ClickID, CreatedAt: formatTime(e.CreatedAt)}
+	visit := visitFields{SessionID: e.SessionID, PageURL: e.PageURL, Converted: e.Converted}
 	switch e.Type {
 	case ledger.EventClick:
-		return &clickEventJSON{eventHead: head, SessionID: e.SessionID, PageURL: e.PageURL,
+		return &clickEventJSON{eventHead: head, visitFields: visit,
 			ReferrerURL: e.ReferrerURL, GeoCountry: e.GeoCountry, GeoRegion: e.GeoRegion, GeoCity: e.GeoCity,
-			DeviceType: e.DeviceType, DeviceOS: e.DeviceOS, BrowserName: e.BrowserName, Converted: e.Converted}
+			DeviceType: e.DeviceType, DeviceOS: e.DeviceOS, BrowserName: e.BrowserName}
 	case ledger.EventLead:
-		return &leadEventJSON{eventHead: head, SessionID: e.SessionID, PageURL: e.PageURL,
-			CustomerKey: e.CustomerKey, Converted: e.Converted}
+		return &leadEventJSON{eventHead: head, visitFields: visit, CustomerKey: e.CustomerKey}
 	case ledger.EventConversion:
 		return &conversionEventJSON{eventHead: head, AmountCents: e.AmountCents, Currency: e.Currency,
 			SaleType: e.SaleType, PaymentStatus: e.PaymentStatus, ProcessorEventID: e.ProcessorEventID,
@@ -97,10 +97,16 @@ type eventHead struct {
 	CreatedAt string  `json:"createdAt"`
 }
 
+// visitFields are the fields clicks and leads carry and conversions do not.
+type visitFields struct {
+	SessionID *string `json:"session_id"`
+	PageURL   *string `json:"page_url"`
+	Converted bool    `json:"converted"`
+}
+
 type clickEventJSON struct {
 	eventHead
-	SessionID   *string `json:"session_id"`
-	PageURL     *string `json:"page_url"`
+	visitFields
 	ReferrerURL *string `json:"referrer_url"`
 	GeoCountry  *string `json:"geo_country"`
 	GeoRegion   *string `json:"geo_region"`
@@ -108,15 +114,12 @@ type clickEventJSON struct {
 	DeviceType  *string `json:"device_type"`
 	DeviceOS    *string `json:"device_os"`
 	BrowserName *string `json:"browser_name"`
-	Converted   bool    `json:"converted"`
 }
 
 type leadEventJSON struct {
 	eventHead
-	SessionID   *string `json:"session_id"`
-	PageURL     *string `json:"page_url"`
+	visitFields
 	CustomerKey *string `json:"customer_key"`
-	Converted   bool    `json:"converted"`
 }
 
 type conversionEventJSON struct {
